@@ -1,0 +1,9 @@
+"""o41 Artifacts emulator: the contract's HTTP API over three fake cloud regions."""
+
+from __future__ import annotations
+
+from .app import create_app
+from .config import Settings
+
+__all__ = ["Settings", "create_app", "__version__"]
+__version__ = "0.1.0"

@@ -1,0 +1,99 @@
+"""The emulator's state and dependencies, free of HTTP: what every rule module works on.
+
+Like moto's `models.py`, rules take plain Python values and raise `errors.ApiError`s; the
+Flask layer only parses requests and renders what comes back.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from datetime import UTC, datetime
+
+from . import db, keys
+from .config import Settings
+from .errors import InvalidArgument
+from .locations import Geography, Location
+from .names import Place
+from .signing import UrlSigner
+from .storage import Storage, make_storage
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def place_text(place: Place | None) -> str | None:
+    return str(place) if place is not None else None
+
+
+def place_from_text(text: str | None) -> Place | None:
+    if not text:
+        return None
+    cloud, _, region = text.partition("/")
+    return Place(cloud, region)
+
+
+class Backend:
+    """One emulator's settings, geography, storage, signer and database connections."""
+
+    def __init__(self, settings: Settings, storage: Storage | None = None) -> None:
+        self.settings = settings
+        self.faults = settings.faults
+        self.geography: Geography = settings.geography()
+        db.initialise(settings.db_path)
+        self.storage = storage or make_storage(settings)
+        # A connection per thread, reused across requests: connecting per request would cost
+        # more than most queries here, and SQLite connections must not cross threads.
+        self._local = threading.local()
+        with db.transaction(self.conn()):
+            for spec in settings.keys:
+                keys.store(self.conn(), spec.key, spec.scopes)
+        self.signer = UrlSigner(db.secret(self.conn()), "url-never-expires" in self.faults)
+
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = db.connect(self.settings.db_path)
+        return conn
+
+    def prepare_storage(self) -> None:
+        """Create the buckets and reclaim partial uploads; run once per server start."""
+        for loc in self.geography.locations.values():
+            self.storage.ensure_bucket(loc.bucket)
+        clear = getattr(self.storage, "clear_partials", None)
+        if clear is not None:
+            clear()
+
+    @staticmethod
+    def now() -> float:
+        return time.time()
+
+    def location(self, location_id: str) -> Location:
+        return self.geography.get(location_id)
+
+    def authenticate(self, header: str | None) -> keys.Principal:
+        if "no-key-check" in self.faults:
+            try:
+                return keys.authenticate(self.conn(), header)
+            except Exception:
+                return keys.ANYONE
+        return keys.authenticate(self.conn(), header)
+
+    def token(self, token: object, artifact: str) -> sqlite3.Row:
+        """The open that issued `token`; unknown or another artifact's token is 400."""
+        if not isinstance(token, str) or not token:
+            raise InvalidArgument("token is required")
+        row = self.conn().execute("SELECT * FROM tokens WHERE token = ?", (token,)).fetchone()
+        if row is None:
+            raise InvalidArgument("unknown token; open the artifact first")
+        if row["artifact"] != artifact:
+            raise InvalidArgument(f"this token was issued for {row['artifact']}, not {artifact}")
+        return row
+
+    def reset(self) -> None:
+        """Wipe every artifact, version, upload, transfer and stored byte; keys stay."""
+        db.wipe(self.conn())
+        for loc in self.geography.locations.values():
+            self.storage.wipe(loc.bucket)

@@ -1,0 +1,151 @@
+"""`o41-emulator`: start the emulator (and, from other modules, its helper commands)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from .config import DEFAULT_KEY, Settings, load_toml
+from .faults import FAULTS
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="o41-artifacts-emulator")
+def main() -> None:
+    """Local emulator of the o41 Artifacts checkpoint API over three fake cloud regions."""
+
+
+@main.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on; 0.0.0.0 exposes the emulator to the network.",
+)
+@click.option(
+    "--port",
+    default=8041,
+    show_default=True,
+    type=int,
+    help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where metadata and buckets live; persists across restarts. "
+    "Default: a fresh temporary dir removed at exit.",
+)
+@click.option(
+    "--storage",
+    type=click.Choice(["fs", "s3"]),
+    default=None,
+    help="Bucket backend: folders under --data-dir (fs, default) or an S3 endpoint.",
+)
+@click.option(
+    "--s3-endpoint",
+    help="S3-compatible endpoint for --storage s3, e.g. http://127.0.0.1:9000 (MinIO).",
+)
+@click.option("--s3-access-key", help="Access key for --storage s3.")
+@click.option("--s3-secret-key", help="Secret key for --storage s3.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="TOML file: locations, fallback, prices, keys, url_lifetime, limits.",
+)
+@click.option(
+    "--fault",
+    "faults",
+    multiple=True,
+    type=click.Choice(sorted(FAULTS)),
+    help="Break one contract rule on purpose (repeatable); for testing test suites.",
+)
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Worker processes; they share the data dir safely.",
+)
+@click.option(
+    "--threads",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Threads per worker process.",
+)
+@click.option(
+    "--url-lifetime",
+    type=click.IntRange(1),
+    help="Seconds a signed URL stays valid (default 3600).",
+)
+@click.option("--admin-key", help="Require this bearer key on /_emulator/ admin endpoints.")
+@click.option("--quiet", is_flag=True, help="No per-call log lines.")
+def serve(
+    host: str,
+    port: int,
+    data_dir: Path | None,
+    storage: str | None,
+    s3_endpoint: str | None,
+    s3_access_key: str | None,
+    s3_secret_key: str | None,
+    config_file: Path | None,
+    faults: tuple[str, ...],
+    workers: int,
+    threads: int,
+    url_lifetime: int | None,
+    admin_key: str | None,
+    quiet: bool,
+) -> None:
+    """Serve the Artifacts API and its signed-URL data plane."""
+    from .backend import Backend
+    from .server import EmulatorServer, bind
+
+    temporary = data_dir is None
+    root = Path(tempfile.mkdtemp(prefix="o41-emulator-")) if temporary else data_dir
+    try:
+        settings = Settings(data_dir=root)
+        if config_file is not None:
+            try:
+                settings = load_toml(settings, config_file)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise click.BadParameter(str(exc), param_hint="--config") from None
+        overrides = {
+            "storage": storage,
+            "s3_endpoint": s3_endpoint,
+            "s3_access_key": s3_access_key,
+            "s3_secret_key": s3_secret_key,
+            "url_lifetime": url_lifetime,
+            "admin_key": admin_key,
+        }
+        settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+        if faults:
+            settings = replace(settings, faults=settings.faults | frozenset(faults))
+        try:
+            Backend(settings).prepare_storage()
+        except Exception as exc:  # a bad endpoint or data dir should say so, not trace back
+            raise click.ClickException(f"cannot prepare storage: {exc}") from None
+        sock = bind(host, port)
+        url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
+        for name in sorted(settings.faults):
+            rule, what = FAULTS[name]
+            click.secho(f"!!! FAULT {name} is ON: breaks {rule}: {what}", fg="red", err=True)
+        key = DEFAULT_KEY if any(k.key == DEFAULT_KEY for k in settings.keys) else "<your key>"
+        click.echo(f"o41 emulator listening on {url}")
+        click.echo(f"export O41_ARTIFACTS_API_URL={url}/api/v1")
+        click.echo(f"export O41_ARTIFACTS_API_KEY={key}")
+        click.echo(
+            f"data in {root}{' (temporary)' if temporary else ''}; storage "
+            f"{settings.storage}; Ctrl-C to stop",
+            err=True,
+        )
+        sys.stdout.flush()
+        EmulatorServer(settings, sock, workers, threads, quiet).run()
+    finally:
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)

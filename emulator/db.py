@@ -1,0 +1,160 @@
+"""SQLite metadata: schema, connections, and the write transaction every rule runs in.
+
+WAL lets readers proceed beside one writer; `BEGIN IMMEDIATE` takes the write lock at the
+start of an open or a commit, so fencing is decided by one serialised transaction even with
+several worker processes on one data directory.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS artifacts (
+    name TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    holder TEXT,
+    latest_step INTEGER,
+    versions INTEGER NOT NULL DEFAULT 0,
+    forked_from_artifact TEXT,
+    forked_from_version TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    token TEXT PRIMARY KEY,
+    artifact TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    holder TEXT NOT NULL,
+    place TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS uploads (
+    id TEXT PRIMARY KEY,
+    artifact TEXT NOT NULL,
+    token TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    holder TEXT NOT NULL,
+    version TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    location TEXT NOT NULL,
+    place TEXT,
+    placement TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'open',
+    created_at TEXT NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS uploads_by_state ON uploads (state, expires_at);
+CREATE TABLE IF NOT EXISTS upload_files (
+    upload_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    received_size INTEGER,
+    received_sha256 TEXT,
+    PRIMARY KEY (upload_id, name)
+);
+CREATE TABLE IF NOT EXISTS versions (
+    artifact TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    version TEXT NOT NULL,
+    location TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    holder TEXT NOT NULL,
+    place TEXT,
+    placement TEXT NOT NULL,
+    upload_id TEXT NOT NULL,
+    PRIMARY KEY (artifact, step)
+);
+CREATE TABLE IF NOT EXISTS version_files (
+    artifact TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (artifact, step, name)
+);
+CREATE TABLE IF NOT EXISTS transfers (
+    direction TEXT NOT NULL,
+    artifact TEXT NOT NULL,
+    version TEXT NOT NULL,
+    location TEXT NOT NULL,
+    place TEXT NOT NULL,
+    route TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    PRIMARY KEY (direction, artifact, version, location, place, route)
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_hash TEXT NOT NULL,
+    prefix TEXT NOT NULL,
+    access TEXT NOT NULL,
+    PRIMARY KEY (key_hash, prefix)
+);
+"""
+
+TABLES = (
+    "artifacts",
+    "tokens",
+    "uploads",
+    "upload_files",
+    "versions",
+    "version_files",
+    "transfers",
+)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode; transactions are opened explicitly."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 30000")
+    # NORMAL is durable across a killed process in WAL mode; only an OS crash can lose the tail.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def initialise(path: Path) -> None:
+    """Create the schema once (idempotent) and the data plane's signing secret."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        with transaction(conn):
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (name, value) VALUES ('secret', ?)",
+                (secrets.token_urlsafe(32),),
+            )
+    finally:
+        conn.close()
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction holding the database's write lock from its first statement."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+def secret(conn: sqlite3.Connection) -> str:
+    return conn.execute("SELECT value FROM meta WHERE name = 'secret'").fetchone()[0]
+
+
+def wipe(conn: sqlite3.Connection) -> None:
+    with transaction(conn):
+        for table in TABLES:
+            conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names

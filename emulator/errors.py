@@ -1,0 +1,103 @@
+"""Errors of the Artifacts contract, one class per error code.
+
+Rules raise these; a single Flask error handler (``emulator.http``) renders them as
+``{"error": {"code", "message"}}`` with the class's status. Nothing else builds error bodies.
+
+    ApiError
+    ├── Unauthenticated      401 unauthenticated
+    ├── Forbidden            403 forbidden
+    ├── NotFound             404 not_found
+    ├── InvalidArgument      400 invalid_argument
+    ├── HasCheckpoints       409 has_checkpoints
+    ├── NotEmpty             409 not_empty
+    ├── Fenced               409 fenced
+    ├── VersionExists        409 version_exists
+    ├── NotAfterLatest       409 not_after_latest
+    ├── Incomplete           409 incomplete
+    └── PayloadTooLarge      413 payload_too_large
+"""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    """A refusal the contract names; carries its HTTP status and error code."""
+
+    status: int = 500
+    code: str = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def body(self) -> dict:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class Unauthenticated(ApiError):
+    status, code = 401, "unauthenticated"
+
+
+class Forbidden(ApiError):
+    status, code = 403, "forbidden"
+
+
+class NotFound(ApiError):
+    status, code = 404, "not_found"
+
+
+class InvalidArgument(ApiError):
+    status, code = 400, "invalid_argument"
+
+
+class HasCheckpoints(ApiError):
+    status, code = 409, "has_checkpoints"
+
+
+class NotEmpty(ApiError):
+    status, code = 409, "not_empty"
+
+
+class Fenced(ApiError):
+    status, code = 409, "fenced"
+
+
+class VersionExists(ApiError):
+    status, code = 409, "version_exists"
+
+
+class NotAfterLatest(ApiError):
+    status, code = 409, "not_after_latest"
+
+
+class Incomplete(ApiError):
+    status, code = 409, "incomplete"
+
+
+class PayloadTooLarge(ApiError):
+    status, code = 413, "payload_too_large"
+
+
+ALL_ERRORS: tuple[type[ApiError], ...] = (
+    Unauthenticated,
+    Forbidden,
+    NotFound,
+    InvalidArgument,
+    HasCheckpoints,
+    NotEmpty,
+    Fenced,
+    VersionExists,
+    NotAfterLatest,
+    Incomplete,
+    PayloadTooLarge,
+)
+
+
+class RangeNotSatisfiable(ApiError):
+    """Data plane only (not an `/api/v1` code): a Range the object cannot satisfy."""
+
+    status, code = 416, "range_not_satisfiable"
+
+    def __init__(self, message: str, size: int) -> None:
+        super().__init__(message)
+        self.headers = {"Content-Range": f"bytes */{size}"}

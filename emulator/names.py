@@ -1,0 +1,120 @@
+"""Parsing and validation of the names the contract uses (VER-1, FORK-1).
+
+Everything a client sends as a name passes through here before it reaches the database or a
+storage key, so a bad name is refused with ``invalid_argument`` and never becomes a path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import InvalidArgument
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_VERSION = re.compile(r"^step-(\d{8})$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_PLACE_PART = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_FILE_SEGMENT_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]")
+URI_SCHEME = "o41://"
+MAX_FILE_NAME = 1024
+
+
+def artifact_name(value: object) -> str:
+    """Check an artifact name `project/name`; both parts are safe path segments."""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument("artifact must be a string 'project/name'")
+    parts = value.split("/")
+    if len(parts) != 2 or not all(_SEGMENT.match(p) for p in parts):
+        raise InvalidArgument(
+            f"artifact {value[:200]!r} is not 'project/name' (letters, digits, '.', '_', '-')"
+        )
+    return value
+
+
+def version_step(value: object) -> int:
+    """Return the step of a version name `step-` + 8 digits (VER-1)."""
+    m = _VERSION.match(value) if isinstance(value, str) else None
+    if not m:
+        raise InvalidArgument(f"version {str(value)[:200]!r} is not 'step-' and 8 digits")
+    return int(m.group(1))
+
+
+def version_name(step: int) -> str:
+    return f"step-{step:08d}"
+
+
+def file_name(value: object) -> str:
+    """Check a relative file path with no `.`, `..`, empty or absolute segments (VER-1)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_FILE_NAME:
+        raise InvalidArgument("file name must be a non-empty relative path")
+    for seg in value.split("/"):
+        if seg in ("", ".", "..") or _FILE_SEGMENT_FORBIDDEN.search(seg):
+            raise InvalidArgument(
+                f"file name {value[:200]!r} has an empty, '.', '..' or bad segment"
+            )
+    return value
+
+
+def sha256_hex(value: object) -> str:
+    if not isinstance(value, str) or not _SHA256.match(value):
+        raise InvalidArgument("sha256 must be 64 lower-case hex digits")
+    return value
+
+
+def size(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument("size must be a non-negative integer")
+    return value
+
+
+@dataclass(frozen=True)
+class ForkSource:
+    artifact: str
+    version: str
+    step: int
+
+
+def fork_uri(value: str) -> ForkSource:
+    """Parse `o41://project/name/step-XXXXXXXX` (FORK-1: malformed is 400)."""
+    if not value.startswith(URI_SCHEME):
+        raise InvalidArgument(
+            f"resume {value[:200]!r} is not 'latest', null or 'o41://project/name/step-XXXXXXXX'"
+        )
+    rest = value[len(URI_SCHEME) :]
+    artifact, _, version = rest.rpartition("/")
+    return ForkSource(artifact_name(artifact), version, version_step(version))
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a box runs (cloud lower-cased) or where a location sits."""
+
+    cloud: str
+    region: str
+
+    def __str__(self) -> str:
+        return f"{self.cloud}/{self.region}"
+
+    def json(self) -> dict:
+        return {"cloud": self.cloud, "region": self.region}
+
+
+def place(value: object) -> Place | None:
+    """Accept `{"cloud", "region"}`, `"cloud/region"` or null; clouds compare case-insensitively."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        cloud, sep, region = value.partition("/")
+        if not sep:
+            raise InvalidArgument(f"place {value[:200]!r} is not 'cloud/region'")
+    elif isinstance(value, dict):
+        cloud, region = value.get("cloud"), value.get("region")
+        if not isinstance(cloud, str) or not isinstance(region, str):
+            raise InvalidArgument("place needs string 'cloud' and 'region'")
+    else:
+        raise InvalidArgument("place must be {'cloud', 'region'} or null")
+    cloud, region = cloud.strip().lower(), region.strip().lower()
+    if not _PLACE_PART.match(cloud) or not _PLACE_PART.match(region):
+        raise InvalidArgument(f"place {cloud[:64]}/{region[:64]} has an invalid cloud or region")
+    return Place(cloud, region)

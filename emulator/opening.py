@@ -1,0 +1,140 @@
+"""Opening an artifact: resume latest, fresh, or fork; epochs and fencing (OPEN, FORK, FENCE).
+
+An open is one write transaction: it reads the latest version, bumps the epoch and issues
+the token together, so no commit of an older epoch can land after it (FENCE-3), and a
+refused open rolls back whole (FENCE-4).
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+
+from . import db
+from .backend import Backend, iso, place_text
+from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
+from .keys import Principal
+from .names import Place, artifact_name, fork_uri
+from .versions import latest_step
+from .views import version_json
+
+
+def default_holder() -> str:
+    return f"box-{socket.gethostname()}-{secrets.token_hex(3)}"
+
+
+def open_artifact(
+    backend: Backend,
+    who: Principal,
+    artifact: object,
+    resume: object,
+    place: Place | None,
+    holder: object,
+    base_url: str,
+) -> dict:
+    name = artifact_name(artifact)
+    who.require("write", name)  # AUTH-2: checked before anything changes
+    if holder is None:
+        holder = default_holder()
+    if not isinstance(holder, str) or not holder or len(holder) > 256:
+        raise InvalidArgument("holder must be a non-empty string of at most 256 characters")
+    fork = None
+    if resume is not None and resume != "latest":
+        if not isinstance(resume, str):
+            raise InvalidArgument("resume must be 'latest', null or an o41:// checkpoint URI")
+        fork = fork_uri(resume)
+        who.require("read", fork.artifact)
+    placement = backend.geography.place_for(place)
+    conn = backend.conn()
+    now = backend.now()
+    with db.transaction(conn):
+        row = conn.execute("SELECT * FROM artifacts WHERE name = ?", (name,)).fetchone()
+        has_versions = row is not None and row["versions"] > 0
+        resume_row = None
+        if fork is not None:
+            if has_versions and "fork-into-nonempty" not in backend.faults:
+                raise NotEmpty(f"{name} has checkpoints; a fork must go to a new, empty artifact")
+            resume_row = conn.execute(
+                "SELECT * FROM versions WHERE artifact = ? AND step = ? AND version = ?",
+                (fork.artifact, fork.step, fork.version),
+            ).fetchone()
+            if resume_row is None:
+                raise NotFound(f"checkpoint o41://{fork.artifact}/{fork.version} does not exist")
+        elif resume == "latest":
+            step = latest_step(backend, name)
+            if step is not None:
+                resume_row = conn.execute(
+                    "SELECT * FROM versions WHERE artifact = ? AND step = ?", (name, step)
+                ).fetchone()
+        elif has_versions and "fresh-overwrites" not in backend.faults:
+            raise HasCheckpoints(
+                f"{name} has {row['versions']} checkpoint(s); resume 'latest' or fork to a "
+                "new artifact instead of starting fresh"
+            )
+        fenced = None
+        if row is None:
+            epoch = 1
+            conn.execute(
+                "INSERT INTO artifacts (name, epoch, holder, versions, created_at) "
+                "VALUES (?, 1, ?, 0, ?)",
+                (name, holder, iso(now)),
+            )
+        else:
+            epoch = row["epoch"] + 1
+            fenced = {"epoch": row["epoch"], "holder": row["holder"]}
+            conn.execute(
+                "UPDATE artifacts SET epoch = ?, holder = ? WHERE name = ?", (epoch, holder, name)
+            )
+        if fork is not None:
+            conn.execute(
+                "UPDATE artifacts SET forked_from_artifact = ?, forked_from_version = ? "
+                "WHERE name = ?",
+                (fork.artifact, fork.version, name),
+            )
+        token = "tk_" + secrets.token_urlsafe(24)
+        conn.execute(
+            "INSERT INTO tokens (token, artifact, epoch, holder, place, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (token, name, epoch, holder, place_text(place), now),
+        )
+        resume_from = (
+            version_json(backend, resume_row, place, base_url=base_url)
+            if resume_row is not None
+            else None
+        )
+    warnings = []
+    if placement.warning and not (
+        placement.kind == "fallback" and "fallback-silent" in backend.faults
+    ):
+        warnings.append(placement.warning)
+    return {
+        "artifact": name,
+        "epoch": epoch,
+        "token": token,
+        "holder": holder,
+        "fenced": fenced,
+        "resume_from": resume_from,
+        "write_location": {**placement.location.json(), "route": placement.route},
+        "warnings": warnings,
+    }
+
+
+def read_artifact(backend: Backend, who: Principal, artifact: object) -> dict:
+    name = artifact_name(artifact)
+    who.require("read", name)
+    row = backend.conn().execute("SELECT * FROM artifacts WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise NotFound(f"artifact {name} does not exist")
+    step = latest_step(backend, name)
+    forked = None
+    if row["forked_from_artifact"]:
+        forked = {"artifact": row["forked_from_artifact"], "version": row["forked_from_version"]}
+    return {
+        "artifact": name,
+        "epoch": row["epoch"],
+        "holder": row["holder"],
+        "latest": f"step-{step:08d}" if step is not None else None,
+        "versions": row["versions"],
+        "forked_from": forked,
+        "created_at": row["created_at"],
+    }

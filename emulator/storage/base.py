@@ -1,0 +1,45 @@
+"""The interface every region storage backend implements.
+
+Objects are written whole from a stream and read back as byte ranges, so the data plane
+can stream files of any size through a bounded buffer.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import BinaryIO
+
+
+class ObjectMissing(Exception):
+    """The object is not in the bucket."""
+
+
+class TooLarge(Exception):
+    """The stream being stored grew past its limit; nothing was kept."""
+
+
+class Storage(ABC):
+    @abstractmethod
+    def ensure_bucket(self, bucket: str) -> None:
+        """Create the bucket if it does not exist."""
+
+    @abstractmethod
+    def put(self, bucket: str, key: str, stream: BinaryIO) -> None:
+        """Store everything `stream.read()` yields; the object appears only when complete."""
+
+    @abstractmethod
+    def size(self, bucket: str, key: str) -> int:
+        """Size in bytes, or ObjectMissing."""
+
+    @abstractmethod
+    def read(self, bucket: str, key: str, start: int, length: int) -> Iterator[bytes]:
+        """Yield `length` bytes from `start` in bounded chunks."""
+
+    @abstractmethod
+    def delete_prefix(self, bucket: str, prefix: str) -> None:
+        """Remove every object whose key starts with `prefix` (used for abandoned uploads)."""
+
+    @abstractmethod
+    def wipe(self, bucket: str) -> None:
+        """Remove every object in the bucket."""

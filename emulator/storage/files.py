@@ -1,0 +1,79 @@
+"""The embedded default backend: each bucket is a folder under the data directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from .base import ObjectMissing, Storage
+
+
+class FileStorage(Storage):
+    def __init__(self, root: Path, chunk_size: int = 1 << 20) -> None:
+        self.root = root
+        self.chunk_size = chunk_size
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, bucket: str, key: str) -> Path:
+        base = (self.root / bucket).resolve()
+        path = (base / key).resolve()
+        # Keys are validated upstream; this guard keeps a bug from ever escaping the bucket.
+        if base not in path.parents:
+            raise ObjectMissing(key)
+        return path
+
+    def ensure_bucket(self, bucket: str) -> None:
+        (self.root / bucket).mkdir(parents=True, exist_ok=True)
+        (self.root / ".partial").mkdir(parents=True, exist_ok=True)
+
+    def put(self, bucket: str, key: str, stream: BinaryIO) -> None:
+        target = self._path(bucket, key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Partial files live outside the buckets, so a crash mid-upload leaves no object behind.
+        fd, tmp = tempfile.mkstemp(dir=self.root / ".partial")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                while chunk := stream.read(self.chunk_size):
+                    out.write(chunk)
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    def size(self, bucket: str, key: str) -> int:
+        try:
+            return self._path(bucket, key).stat().st_size
+        except FileNotFoundError:
+            raise ObjectMissing(key) from None
+
+    def read(self, bucket: str, key: str, start: int, length: int) -> Iterator[bytes]:
+        try:
+            fh = open(self._path(bucket, key), "rb")
+        except FileNotFoundError:
+            raise ObjectMissing(key) from None
+        with fh:
+            fh.seek(start)
+            remaining = length
+            while remaining > 0:
+                chunk = fh.read(min(self.chunk_size, remaining))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+                yield chunk
+
+    def delete_prefix(self, bucket: str, prefix: str) -> None:
+        shutil.rmtree(self._path(bucket, prefix.rstrip("/")), ignore_errors=True)
+
+    def wipe(self, bucket: str) -> None:
+        shutil.rmtree(self.root / bucket, ignore_errors=True)
+        shutil.rmtree(self.root / ".partial", ignore_errors=True)
+        self.ensure_bucket(bucket)
+
+    def clear_partials(self) -> None:
+        """Reclaim space of uploads cut off by a crash (called at start-up)."""
+        shutil.rmtree(self.root / ".partial", ignore_errors=True)
+        (self.root / ".partial").mkdir(parents=True, exist_ok=True)

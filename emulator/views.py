@@ -1,0 +1,73 @@
+"""The contract's Version object, built from database rows, with signed URLs on request."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .backend import Backend, iso, place_text
+from .locations import route
+from .names import Place
+
+
+def object_key(artifact: str, upload_id: str, file_name: str) -> str:
+    """Where a file lives in its bucket; the upload id keeps rival uploads apart."""
+    return f"{artifact}/{upload_id}/{file_name}"
+
+
+def route_fields(backend: Backend, location: Place, reader: Place | None) -> dict:
+    """`route` and `cross_cloud` relative to the reader; null when nothing is known (XC-1)."""
+    if reader is None:
+        return {"route": None, "cross_cloud": None}
+    cross = reader.cloud != location.cloud
+    if "wrong-cross-cloud" in backend.faults:
+        cross = not cross
+    return {"route": route(location, reader), "cross_cloud": cross}
+
+
+def version_json(
+    backend: Backend,
+    row: sqlite3.Row,
+    reader: Place | None,
+    *,
+    files: bool = True,
+    base_url: str | None = None,
+) -> dict:
+    """A Version object; with `base_url`, each file gets a signed GET URL under it."""
+    loc = backend.location(row["location"])
+    out = {
+        "artifact": row["artifact"],
+        "version": row["version"],
+        "step": row["step"],
+        "location": loc.json(),
+        "size": row["size"],
+        "created_at": row["created_at"],
+        "epoch": row["epoch"],
+        "holder": row["holder"],
+    }
+    if files:
+        rows = (
+            backend.conn()
+            .execute(
+                "SELECT name, size, sha256 FROM version_files WHERE artifact = ? AND step = ? "
+                "ORDER BY name",
+                (row["artifact"], row["step"]),
+            )
+            .fetchall()
+        )
+        out["files"] = [dict(f) for f in rows]
+    out.update(route_fields(backend, loc.place, reader))
+    if files and base_url is not None:
+        expires = backend.now() + backend.settings.url_lifetime
+        for f in out["files"]:
+            f["url"] = backend.signer.sign(
+                base_url,
+                "GET",
+                loc.id,
+                object_key(row["artifact"], row["upload_id"], f["name"]),
+                expires,
+                a=row["artifact"],
+                v=row["version"],
+                r=place_text(reader),
+            )
+        out["urls_expire_at"] = iso(expires)
+    return out

@@ -1,0 +1,1 @@
+"""The thin HTTP layer: parse requests, call the rules, render replies and errors."""

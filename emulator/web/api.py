@@ -1,0 +1,149 @@
+"""`/api/v1`: the contract's endpoints. Each handler reads parameters and calls one rule."""
+
+from __future__ import annotations
+
+import json
+
+from flask import Blueprint, Response, current_app, g, jsonify, request
+
+from .. import names
+from ..backend import Backend
+from ..errors import InvalidArgument, PayloadTooLarge
+from ..opening import open_artifact, read_artifact
+from ..usage import read_usage
+from ..versions import commit_version, list_versions, read_version, write_version
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+def backend() -> Backend:
+    return current_app.extensions["o41"]
+
+
+def base_url() -> str:
+    return backend().settings.public_url or request.host_url
+
+
+def body() -> dict:
+    """The JSON object of a request, read with a size limit; anything else is 400."""
+    limit = backend().settings.max_json_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLarge(f"request body over {limit} bytes")
+    mimetype = request.mimetype
+    if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise InvalidArgument(f"Content-Type must be application/json, not {mimetype}")
+    raw = request.stream.read(limit + 1)
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"request body over {limit} bytes")
+    try:
+        data = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidArgument("request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidArgument("request body must be a JSON object")
+    return data
+
+
+def query_place() -> names.Place | None:
+    return names.place(request.args.get("place") or None)
+
+
+def query_flag(name: str) -> bool:
+    value = request.args.get(name, "0").lower()
+    if value not in ("0", "1", "true", "false", ""):
+        raise InvalidArgument(f"{name} must be 0 or 1")
+    return value in ("1", "true")
+
+
+def _route_note(obj: dict | None, place: names.Place | None) -> str:
+    if not obj:
+        return ""
+    loc = obj.get("location") or {}
+    where = f"{loc.get('cloud')}/{loc.get('region')}"
+    return f"{obj.get('route') or 'unknown'} {where} -> {place or 'unknown place'}"
+
+
+@bp.post("/artifacts/open")
+def artifacts_open() -> Response:
+    data = body()
+    place = names.place(data.get("place"))
+    out = open_artifact(
+        backend(),
+        g.who,
+        data.get("artifact"),
+        data.get("resume"),
+        place,
+        data.get("holder"),
+        base_url(),
+    )
+    resumed = out["resume_from"]
+    g.log = (
+        f"{out['artifact']} resume={data.get('resume')} epoch={out['epoch']}"
+        + (f" fenced={out['fenced']['holder']}" if out["fenced"] else "")
+        + (f" from {resumed['version']} " + _route_note(resumed, place) if resumed else "")
+    )
+    return jsonify(out)
+
+
+@bp.post("/versions/write")
+def versions_write() -> Response:
+    data = body()
+    out = write_version(
+        backend(),
+        g.who,
+        data.get("artifact"),
+        data.get("token"),
+        data.get("version"),
+        data.get("files"),
+        base_url(),
+    )
+    loc = out["location"]
+    g.log = (
+        f"{data.get('artifact')} {data.get('version')} {out['route']} -> "
+        f"{loc['cloud']}/{loc['region']}"
+    )
+    return jsonify(out)
+
+
+@bp.post("/versions/commit")
+def versions_commit() -> Response:
+    data = body()
+    out = commit_version(
+        backend(), g.who, data.get("artifact"), data.get("token"), data.get("upload")
+    )
+    g.log = (f"{out['artifact']} {out['version']}", f"epoch {out['epoch']}")
+    return jsonify(out)
+
+
+@bp.get("/versions/read")
+def versions_read() -> Response:
+    place = query_place()
+    urls = query_flag("urls")
+    version = request.args.get("version") or "latest"
+    out = read_version(
+        backend(), g.who, request.args.get("artifact"), version, place, base_url() if urls else None
+    )
+    g.log = (f"{out['artifact']} {version}", _route_note(out, place))
+    return jsonify(out)
+
+
+@bp.get("/versions/list")
+def versions_list() -> Response:
+    out = list_versions(backend(), g.who, request.args.get("artifact"), query_place())
+    g.log = (str(request.args.get("artifact")), f"{len(out['versions'])} versions")
+    return jsonify(out)
+
+
+@bp.get("/artifacts/read")
+def artifacts_read() -> Response:
+    out = read_artifact(backend(), g.who, request.args.get("artifact"))
+    g.log = (out["artifact"], f"epoch {out['epoch']} latest {out['latest']}")
+    return jsonify(out)
+
+
+@bp.get("/usage/read")
+def usage_read() -> Response:
+    artifact = request.args.get("artifact") or None
+    out = read_usage(backend(), g.who, artifact)
+    g.log = (artifact or "*", f"total ${out['total_cost_usd']:.4f}")
+    return jsonify(out)

@@ -1,0 +1,50 @@
+"""The one place that turns errors into the contract's JSON error body."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from ..errors import ApiError
+
+log = logging.getLogger("o41.emulator")
+
+# Framework errors (no route, wrong method, body too big) mapped onto the contract's codes.
+_HTTP_CODES = {
+    400: "invalid_argument",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "invalid_argument",
+    413: "payload_too_large",
+    416: "range_not_satisfiable",
+}
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> Response:
+    resp = jsonify({"error": {"code": code, "message": message}})
+    resp.status_code = status
+    for name, value in (headers or {}).items():
+        resp.headers[name] = value
+    return resp
+
+
+def register(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def _api_error(exc: ApiError) -> Response:
+        return error_response(exc.status, exc.code, exc.message, getattr(exc, "headers", None))
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        code = _HTTP_CODES.get(status, "internal")
+        return error_response(status, code, exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        log.exception("unexpected error on %s %s", request.method, request.path)
+        return error_response(500, "internal", f"internal error: {type(exc).__name__}")
