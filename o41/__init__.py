@@ -1,0 +1,67 @@
+"""o41 Artifacts client: checkpoint a training run, resume it anywhere, get fenced safely.
+
+Public surface (everything else is private to its module)::
+
+    run = o41.open("o41://experiments/run-1234", resume="latest")
+    run.resume_from  # Version | None
+    run.load(dir)    # download and verify the checkpoint resumed from
+    run.save(step, dir_or_files)
+"""
+
+from .api import ApiClient
+from .checkpoint import Run, open
+from .config import Place, Settings
+from .errors import (
+    ApiError,
+    ConfigError,
+    Conflict,
+    ExitCode,
+    Fenced,
+    Forbidden,
+    HasCheckpoints,
+    Incomplete,
+    IntegrityError,
+    InvalidArgument,
+    NotAfterLatest,
+    NotEmpty,
+    NotFound,
+    O41Error,
+    PayloadTooLarge,
+    ServerError,
+    TransportError,
+    Unauthenticated,
+    VersionExists,
+)
+from .location import Location, version_name
+from .models import FileEntry, Version
+
+__all__ = [
+    "ApiClient",
+    "ApiError",
+    "ConfigError",
+    "Conflict",
+    "ExitCode",
+    "Fenced",
+    "FileEntry",
+    "Forbidden",
+    "HasCheckpoints",
+    "Incomplete",
+    "IntegrityError",
+    "InvalidArgument",
+    "Location",
+    "NotAfterLatest",
+    "NotEmpty",
+    "NotFound",
+    "O41Error",
+    "PayloadTooLarge",
+    "Place",
+    "Run",
+    "ServerError",
+    "Settings",
+    "TransportError",
+    "Unauthenticated",
+    "Version",
+    "VersionExists",
+    "open",
+    "version_name",
+]

@@ -1,0 +1,111 @@
+"""HTTP calls to the Artifacts API (``/api/v1``), one method per operation.
+
+Methods take and return plain Python values (dicts from the JSON replies); error replies
+become the classes of ``o41.errors`` and network failures ``TransportError``. Reads are
+retried a few times on connection errors and 5xx; opens, writes and commits are not, since
+repeating them is not harmless (an open bumps the epoch).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import requests
+
+from .config import Place, Settings
+from .errors import ApiError, ServerError, TransportError, from_response
+
+DEFAULT_TIMEOUT = 30.0
+GET_ATTEMPTS = 3
+
+
+class ApiClient:
+    """A session bound to one API base URL and key."""
+
+    def __init__(self, api_url: str, api_key: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 session: requests.Session | None = None) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+        self.session = session or requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {api_key}"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ApiClient:
+        return cls(settings.api_url, settings.api_key)
+
+    # -- operations -------------------------------------------------------------------------
+
+    def open(self, artifact: str, *, resume: str | None, place: Place | None,
+             holder: str | None) -> dict[str, Any]:
+        """``POST /artifacts/open``: take the artifact (fencing earlier holders)."""
+        body = {"artifact": artifact, "resume": resume,
+                "place": place.to_json() if place else None, "holder": holder}
+        return self._call("POST", "/artifacts/open", json=body)
+
+    def write_version(self, artifact: str, token: str, version: str,
+                      files: list[dict[str, Any]]) -> dict[str, Any]:
+        """``POST /versions/write``: declare files, get signed PUT URLs."""
+        body = {"artifact": artifact, "token": token, "version": version, "files": files}
+        return self._call("POST", "/versions/write", json=body)
+
+    def commit(self, artifact: str, token: str, upload: str) -> dict[str, Any]:
+        """``POST /versions/commit``: make an uploaded version visible."""
+        body = {"artifact": artifact, "token": token, "upload": upload}
+        return self._call("POST", "/versions/commit", json=body)
+
+    def read_version(self, artifact: str, version: str = "latest", *, urls: bool = False,
+                     place: Place | None = None) -> dict[str, Any]:
+        """``GET /versions/read``: one version, signed when ``urls``."""
+        params = {"artifact": artifact, "version": version, "urls": "1" if urls else "0"}
+        if place is not None:
+            params["place"] = str(place)
+        return self._call("GET", "/versions/read", params=params)
+
+    def list_versions(self, artifact: str) -> list[dict[str, Any]]:
+        """``GET /versions/list``: committed versions in step order."""
+        return self._call("GET", "/versions/list", params={"artifact": artifact})["versions"]
+
+    def read_artifact(self, artifact: str) -> dict[str, Any]:
+        """``GET /artifacts/read``: epoch, holder, latest, count, fork origin."""
+        return self._call("GET", "/artifacts/read", params={"artifact": artifact})
+
+    def usage(self, artifact: str | None = None) -> dict[str, Any]:
+        """``GET /usage/read``: bytes and cost per route, transfers, placements."""
+        params = {"artifact": artifact} if artifact else None
+        return self._call("GET", "/usage/read", params=params)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        attempts = GET_ATTEMPTS if method == "GET" else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._once(method, path, **kwargs)
+            except (TransportError, ServerError):
+                if attempt == attempts:
+                    raise
+                time.sleep(0.2 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _once(self, method: str, path: str, **kwargs: Any) -> Any:
+        url = self.api_url + path
+        try:
+            resp = self.session.request(method, url, timeout=self.timeout, **kwargs)
+        except requests.RequestException as exc:
+            raise TransportError(f"{method} {url}: {exc}") from exc
+        try:
+            body = resp.json()
+        except ValueError:
+            body = None
+        if resp.status_code >= 400:
+            raise from_response(resp.status_code, body)
+        if not isinstance(body, dict):
+            raise TransportError(
+                f"{method} {url}: HTTP {resp.status_code} without a JSON object "
+                f"(is {self.api_url} an o41 Artifacts API?)", status=resp.status_code)
+        return body
+
+
+__all__ = ["ApiClient", "ApiError"]

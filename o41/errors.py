@@ -1,0 +1,214 @@
+"""Errors raised by the o41 client, one class per contract error code.
+
+The hierarchy (exit code of the ``o41`` CLI on the right)::
+
+    O41Error                                   1  anything the client raises
+    ├── ConfigError                            3  missing URL/key, malformed o41:// location
+    ├── TransportError                         7  network failure, unexpected reply, data plane
+    │   └── IntegrityError                     7  downloaded bytes do not match their sha256
+    └── ApiError(status, code, message)        1  an error body from the API
+        ├── InvalidArgument    400 invalid_argument     3
+        ├── Unauthenticated    401 unauthenticated      4
+        ├── Forbidden          403 forbidden            4
+        ├── NotFound           404 not_found            5
+        ├── PayloadTooLarge    413 payload_too_large    6
+        ├── ServerError        5xx (any code)           7
+        └── Conflict           409                      6
+            ├── HasCheckpoints     has_checkpoints
+            ├── NotEmpty           not_empty
+            ├── VersionExists      version_exists
+            ├── NotAfterLatest     not_after_latest
+            ├── Incomplete         incomplete
+            └── Fenced             fenced               8  names who fenced the run
+
+Third-party errors (requests, OSError from sockets) are mapped to these at the boundary in
+``o41.api`` and ``o41.transfer``; callers never need to import ``requests``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+
+class ExitCode(IntEnum):
+    """Exit codes of the ``o41`` CLI (and of trainers that choose to reuse them)."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    INVALID = 3
+    AUTH = 4
+    NOT_FOUND = 5
+    CONFLICT = 6
+    TRANSFER = 7
+    FENCED = 8
+
+
+class O41Error(Exception):
+    """Base of every error the client raises."""
+
+    exit_code: ExitCode = ExitCode.ERROR
+
+
+class ConfigError(O41Error, ValueError):
+    """The environment or an argument is unusable (missing key, bad ``o41://`` location)."""
+
+    exit_code = ExitCode.INVALID
+
+
+class TransportError(O41Error):
+    """The API or a signed URL could not be reached, or replied with something unexpected."""
+
+    exit_code = ExitCode.TRANSFER
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class IntegrityError(TransportError):
+    """Downloaded bytes do not match the sha256 (or size) the version declares."""
+
+
+class ApiError(O41Error):
+    """An error reply of the API: ``{"error": {"code", "message"}}`` with its HTTP status."""
+
+    code: str = "unknown"
+
+    def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        """The human sentence, as given to the constructor."""
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidArgument(ApiError):
+    code = "invalid_argument"
+    exit_code = ExitCode.INVALID
+
+
+class Unauthenticated(ApiError):
+    code = "unauthenticated"
+    exit_code = ExitCode.AUTH
+
+
+class Forbidden(ApiError):
+    code = "forbidden"
+    exit_code = ExitCode.AUTH
+
+
+class NotFound(ApiError):
+    code = "not_found"
+    exit_code = ExitCode.NOT_FOUND
+
+
+class PayloadTooLarge(ApiError):
+    code = "payload_too_large"
+    exit_code = ExitCode.CONFLICT
+
+
+class ServerError(ApiError):
+    code = "server_error"
+    exit_code = ExitCode.TRANSFER
+
+
+class Conflict(ApiError):
+    code = "conflict"
+    exit_code = ExitCode.CONFLICT
+
+
+class HasCheckpoints(Conflict):
+    code = "has_checkpoints"
+
+
+class NotEmpty(Conflict):
+    code = "not_empty"
+
+
+class VersionExists(Conflict):
+    code = "version_exists"
+
+
+class NotAfterLatest(Conflict):
+    code = "not_after_latest"
+
+
+class Incomplete(Conflict):
+    code = "incomplete"
+
+
+class Fenced(Conflict):
+    """A newer open of the artifact fenced this run: its writes are refused.
+
+    ``by_holder`` and ``by_epoch`` name who holds the artifact now (the fencer, or whoever
+    opened it after the fencer); ``epoch`` is the fenced run's own epoch.
+    """
+
+    code = "fenced"
+    exit_code = ExitCode.FENCED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 409,
+        code: str | None = None,
+        artifact: str | None = None,
+        epoch: int | None = None,
+        by_holder: str | None = None,
+        by_epoch: int | None = None,
+    ) -> None:
+        super().__init__(message, status=status, code=code)
+        self.artifact = artifact
+        self.epoch = epoch
+        self.by_holder = by_holder
+        self.by_epoch = by_epoch
+
+
+_BY_CODE: dict[str, type[ApiError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidArgument,
+        Unauthenticated,
+        Forbidden,
+        NotFound,
+        PayloadTooLarge,
+        HasCheckpoints,
+        NotEmpty,
+        VersionExists,
+        NotAfterLatest,
+        Incomplete,
+        Fenced,
+    )
+}
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: InvalidArgument,
+    401: Unauthenticated,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+}
+
+
+def from_response(status: int, body: Any) -> ApiError:
+    """Build the error for an API reply: by its ``error.code``, else by its HTTP status."""
+    code: str | None = None
+    message = f"HTTP {status}"
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        code = body["error"].get("code")
+        message = str(body["error"].get("message") or message)
+    cls = _BY_CODE.get(code or "")
+    if cls is None:
+        cls = ServerError if status >= 500 else _BY_STATUS.get(status, ApiError)
+    return cls(message, status=status, code=code)
+
+
+CODES: tuple[str, ...] = tuple(_BY_CODE)
+"""Every contract error code the client maps to its own class."""

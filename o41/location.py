@@ -1,0 +1,54 @@
+"""``o41://`` locations: an artifact ``o41://P/N`` or one of its versions ``o41://P/N/step-…``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+SCHEME = "o41://"
+VERSION_RE = re.compile(r"^step-\d{8}$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def version_name(step: int) -> str:
+    """The version name of a step: ``step-`` and 8 digits."""
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= 99_999_999:
+        raise ConfigError(f"step {step!r} is not an integer in 0..99999999")
+    return f"step-{step:08d}"
+
+
+@dataclass(frozen=True)
+class Location:
+    """A parsed ``o41://`` string; ``version`` is ``None``, ``"latest"`` or ``step-XXXXXXXX``."""
+
+    project: str
+    name: str
+    version: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Location:
+        """Parse ``o41://P/N`` or ``o41://P/N/<version>``, saying what is wrong otherwise."""
+        if not isinstance(text, str) or not text.startswith(SCHEME):
+            raise ConfigError(f"{text!r} is not an o41:// location (o41://project/name)")
+        parts = text[len(SCHEME):].rstrip("/").split("/")
+        if len(parts) not in (2, 3) or not all(_SEGMENT.match(p) for p in parts[:2]):
+            raise ConfigError(
+                f"{text!r} is not o41://project/name or o41://project/name/step-XXXXXXXX"
+            )
+        version = parts[2] if len(parts) == 3 else None
+        if version is not None and version != "latest" and not VERSION_RE.match(version):
+            raise ConfigError(
+                f"{text!r}: version {version!r} is not 'latest' or step- and 8 digits"
+            )
+        return cls(parts[0], parts[1], version)
+
+    @property
+    def artifact(self) -> str:
+        """The artifact id used by the API, ``project/name``."""
+        return f"{self.project}/{self.name}"
+
+    def __str__(self) -> str:
+        tail = f"/{self.version}" if self.version else ""
+        return f"{SCHEME}{self.artifact}{tail}"

@@ -1,0 +1,367 @@
+"""Moving bytes through signed URLs: parallel PUTs, and parallel ranged GETs that resume.
+
+A download writes into ``<name>.o41part`` beside its destination and appends each finished
+chunk's index to ``<name>.o41part.log`` (its first line says which file, size and sha256 it
+is for). A download that was interrupted (killed process, cut body, dropped connection)
+fetches only the chunks the log does not list; within a run, a chunk whose body was cut is
+asked again from the byte where it stopped. The whole file's sha256 is checked before it
+is renamed into place; a mismatch removes the partial file and raises ``IntegrityError``.
+
+Progress bars (tqdm, on stderr) show only when stderr is a TTY and a transfer lasts over
+half a second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+import requests
+from tqdm import tqdm
+
+from .errors import ConfigError, IntegrityError, TransportError
+from .models import FileEntry
+
+CHUNK_SIZE = 8 * 1024 * 1024
+WORKERS = 8
+BLOCK = 256 * 1024
+RETRIES = 5
+TIMEOUT = 60.0
+PART_SUFFIX = ".o41part"
+LOG_SUFFIX = ".o41part.log"
+
+Source = str | os.PathLike[str] | Mapping[str, Any] | Iterable[str | os.PathLike[str]]
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """A file to upload: its version-relative name and either a path or in-memory bytes."""
+
+    name: str
+    size: int
+    sha256: str
+    path: Path | None = None
+    data: bytes | None = None
+
+    def declaration(self) -> dict[str, Any]:
+        return {"name": self.name, "size": self.size, "sha256": self.sha256}
+
+
+def check_name(name: str) -> str:
+    """Reject names the contract refuses (VER-1) before asking the server."""
+    parts = name.split("/")
+    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ConfigError(f"file name {name!r} is not a relative path of plain segments")
+    return name
+
+
+def collect(source: Source) -> list[tuple[str, Path | bytes]]:
+    """Turn what a trainer passes to ``save`` into ``(name, path-or-bytes)`` pairs.
+
+    A directory gives every file under it (names relative, ``/``-separated); a file gives its
+    base name; a mapping gives ``name -> path or bytes``; an iterable of paths gives base names.
+    """
+    if isinstance(source, Mapping):
+        pairs = [(str(k), v if isinstance(v, bytes) else Path(v)) for k, v in source.items()]
+    elif isinstance(source, (str, os.PathLike)):
+        root = Path(source)
+        if root.is_dir():
+            pairs = [(p.relative_to(root).as_posix(), p)
+                     for p in sorted(root.rglob("*")) if p.is_file()]
+        elif root.is_file():
+            pairs = [(root.name, root)]
+        else:
+            raise ConfigError(f"{root} is neither a file nor a directory")
+    else:
+        pairs = [(Path(p).name, Path(p)) for p in source]
+    names = [check_name(n) for n, _ in pairs]
+    if not pairs:
+        raise ConfigError("nothing to save: no files given")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"duplicate file names in {names}")
+    for name, value in pairs:
+        if isinstance(value, Path) and not value.is_file():
+            raise ConfigError(f"{name}: {value} is not a file")
+    return pairs
+
+
+def hash_files(pairs: list[tuple[str, Path | bytes]], workers: int = WORKERS) -> list[LocalFile]:
+    """Size and sha256 of each file, hashed in parallel (hashlib releases the GIL)."""
+    def one(pair: tuple[str, Path | bytes]) -> LocalFile:
+        name, value = pair
+        if isinstance(value, bytes):
+            return LocalFile(name, len(value), hashlib.sha256(value).hexdigest(), data=value)
+        with value.open("rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        return LocalFile(name, value.stat().st_size, digest, path=value)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pairs)))) as pool:
+        return list(pool.map(one, pairs))
+
+
+def progress_bar(total: int, desc: str, enabled: bool | None = None,
+                 stream: IO[str] | None = None) -> tqdm:
+    """A byte progress bar on ``stream`` (stderr); off unless it is a TTY or ``enabled``."""
+    stream = stream or sys.stderr
+    if enabled is None:
+        enabled = bool(getattr(stream, "isatty", lambda: False)())
+    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
+                disable=not enabled, file=stream, delay=0.5, leave=False)
+
+
+class _Session(threading.local):
+    """One requests session per worker thread (sessions are not thread-safe)."""
+
+    def __init__(self) -> None:
+        self.session = requests.Session()
+
+
+class _Counting:
+    """A file body for PUT that reports bytes read to the progress bar."""
+
+    def __init__(self, fileobj: IO[bytes], size: int, tick: Callable[[int], None]) -> None:
+        self.fileobj, self.size, self.tick = fileobj, size, tick
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.fileobj.read(n)
+        self.tick(len(data))
+        return data
+
+
+def _data_plane_error(method: str, resp: requests.Response) -> TransportError:
+    try:
+        detail = resp.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        detail = resp.text[:200]
+    hint = " (signed URL rejected or expired)" if resp.status_code == 403 else ""
+    return TransportError(f"{method} signed URL: HTTP {resp.status_code}{hint}: {detail}",
+                          status=resp.status_code)
+
+
+def _run_parallel(tasks: list[Callable[[], None]], workers: int, stop: threading.Event) -> None:
+    """Run tasks on a pool; the first failure stops the rest and is raised."""
+    if not tasks:
+        return
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(tasks))))
+    try:
+        futures = [pool.submit(t) for t in tasks]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for fut in done:
+            if fut.exception() is not None:
+                stop.set()
+                raise fut.exception()  # type: ignore[misc]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def upload(files: list[LocalFile], urls: Mapping[str, str], *, workers: int = WORKERS,
+           progress: bool | None = None) -> None:
+    """PUT every file to its signed URL in parallel; connection errors are retried."""
+    sessions = _Session()
+    stop = threading.Event()
+    lock = threading.Lock()
+    bar = progress_bar(sum(f.size for f in files), "upload", progress)
+
+    def tick(n: int) -> None:
+        with lock:
+            bar.update(n)
+
+    def put(item: LocalFile) -> None:
+        url = urls.get(item.name)
+        if url is None:
+            raise TransportError(f"the server gave no upload URL for {item.name}")
+        for attempt in range(1, RETRIES + 1):
+            if stop.is_set():
+                return
+            try:
+                if item.data is not None:
+                    resp = sessions.session.put(url, data=item.data, timeout=TIMEOUT)
+                    tick(item.size)
+                else:
+                    assert item.path is not None
+                    with item.path.open("rb") as f:
+                        body = _Counting(f, item.size, tick)
+                        resp = sessions.session.put(url, data=body, timeout=TIMEOUT)
+            except requests.RequestException as exc:
+                if attempt == RETRIES:
+                    raise TransportError(f"PUT {item.name}: {exc}") from exc
+                time.sleep(0.1 * attempt)
+                continue
+            if resp.status_code >= 400:
+                raise _data_plane_error(f"PUT {item.name}", resp)
+            return
+
+    try:
+        _run_parallel([lambda f=f: put(f) for f in files], workers, stop)
+    finally:
+        bar.close()
+
+
+class _Partial:
+    """The ``.o41part`` file and its chunk log for one destination file."""
+
+    def __init__(self, final: Path, entry: FileEntry, chunk: int) -> None:
+        self.final, self.entry, self.chunk = final, entry, chunk
+        self.part = final.with_name(final.name + PART_SUFFIX)
+        self.log = final.with_name(final.name + LOG_SUFFIX)
+        self.header = json.dumps({"sha256": entry.sha256, "size": entry.size, "chunk": chunk})
+        self.lock = threading.Lock()
+        self.done = self._read_log()
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if not self.done:
+            self.log.write_text(self.header + "\n")
+        if not self.part.exists() or not self.done:
+            with self.part.open("wb") as f:
+                f.truncate(entry.size)
+        self.fd = os.open(self.part, os.O_RDWR)
+
+    def _read_log(self) -> set[int]:
+        try:
+            lines = self.log.read_text().splitlines()
+        except OSError:
+            return set()
+        if not lines or lines[0] != self.header or not self.part.exists():
+            return set()
+        return {int(s) for s in lines[1:] if s.isdigit()}
+
+    @property
+    def chunks(self) -> int:
+        return max(1, -(-self.entry.size // self.chunk))
+
+    def bounds(self, index: int) -> tuple[int, int]:
+        start = index * self.chunk
+        return start, min(self.entry.size, start + self.chunk) - 1
+
+    def mark_done(self, index: int) -> None:
+        with self.lock, self.log.open("a") as f:
+            f.write(f"{index}\n")
+
+    def finish(self) -> None:
+        """Check size and sha256, then rename into place; a mismatch discards the bytes."""
+        digest = hashlib.sha256()
+        with self.part.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(0)
+            hashlib.file_digest(f, lambda: digest)
+        if size != self.entry.size or digest.hexdigest() != self.entry.sha256:
+            self.discard()
+            raise IntegrityError(
+                f"{self.entry.name}: downloaded {size} bytes with sha256 {digest.hexdigest()}, "
+                f"expected {self.entry.size} bytes with sha256 {self.entry.sha256}")
+        os.replace(self.part, self.final)
+        self.log.unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        self.part.unlink(missing_ok=True)
+        self.log.unlink(missing_ok=True)
+
+
+def _is_complete(path: Path, entry: FileEntry) -> bool:
+    """A destination already holding the right bytes is not downloaded again."""
+    if not path.is_file() or path.stat().st_size != entry.size:
+        return False
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest() == entry.sha256
+
+
+def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
+             workers: int = WORKERS, chunk_size: int = CHUNK_SIZE,
+             progress: bool | None = None) -> list[Path]:
+    """Download files by parallel ranged GETs into ``dest``, resuming and verifying each."""
+    root = Path(dest)
+    partials: list[_Partial] = []
+    paths: list[Path] = []
+    for entry in entries:
+        if not entry.url:
+            raise TransportError(f"{entry.name}: the version was read without signed URLs")
+        final = root.joinpath(*PurePosixPath(check_name(entry.name)).parts)
+        paths.append(final)
+        if not _is_complete(final, entry):
+            partials.append(_Partial(final, entry, chunk_size))
+    todo = [(p, i) for p in partials for i in range(p.chunks) if i not in p.done]
+    bar = progress_bar(sum(p.entry.size for p in partials), "download", progress)
+    bar.update(sum(p.entry.size for p in partials)
+               - sum(p.bounds(i)[1] + 1 - p.bounds(i)[0] for p, i in todo))
+    sessions = _Session()
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def tick(n: int) -> None:
+        with lock:
+            bar.update(n)
+
+    try:
+        _run_parallel([lambda p=p, i=i: _fetch_chunk(p, i, sessions, stop, tick)
+                       for p, i in todo], workers, stop)
+    finally:
+        bar.close()
+        for p in partials:
+            os.close(p.fd)
+    for p in partials:
+        p.finish()
+    return paths
+
+
+def _fetch_chunk(p: _Partial, index: int, sessions: _Session, stop: threading.Event,
+                 tick: Callable[[int], None]) -> None:
+    """GET one chunk by Range, asking again from where a cut body stopped."""
+    start, end = p.bounds(index)
+    pos, failures = start, 0
+    while pos <= end and not stop.is_set():
+        try:
+            resp = sessions.session.get(p.entry.url, headers={"Range": f"bytes={pos}-{end}"},
+                                        stream=True, timeout=TIMEOUT)
+            with resp:
+                _check_range(resp, p.entry, pos, end)
+                for block in resp.iter_content(BLOCK):
+                    block = block[: end + 1 - pos]
+                    os.pwrite(p.fd, block, pos)
+                    pos += len(block)
+                    tick(len(block))
+                    if pos > end or stop.is_set():
+                        break
+        except (requests.RequestException, _Retry) as exc:
+            failures += 1
+            if failures >= RETRIES:
+                raise TransportError(f"GET {p.entry.name} bytes {pos}-{end}: {exc}") from exc
+            time.sleep(0.05 * failures)
+            continue
+        if pos <= end and not stop.is_set():
+            failures += 1  # the body ended early without an error: ask for the rest
+            if failures >= RETRIES:
+                raise TransportError(f"GET {p.entry.name}: body ended at byte {pos} of {end}")
+    if pos > end:
+        p.mark_done(index)
+
+
+class _Retry(Exception):
+    """A data-plane reply worth asking again (5xx)."""
+
+
+def _check_range(resp: requests.Response, entry: FileEntry, start: int, end: int) -> None:
+    """Accept 206 for exactly the asked range, or 200 when the whole file was asked."""
+    if resp.status_code == 206:
+        got = resp.headers.get("Content-Range", "")
+        if not got.startswith(f"bytes {start}-"):
+            raise TransportError(f"GET {entry.name}: asked bytes {start}-{end}, got {got!r}")
+        return
+    if resp.status_code == 200 and start == 0 and end == entry.size - 1:
+        return
+    if resp.status_code >= 500:
+        raise _Retry(f"HTTP {resp.status_code}")
+    if resp.status_code >= 400:
+        raise _data_plane_error(f"GET {entry.name}", resp)
+    raise TransportError(f"GET {entry.name}: HTTP {resp.status_code} for a ranged GET "
+                         "(the server ignores Range)", status=resp.status_code)

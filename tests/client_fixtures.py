@@ -1,0 +1,202 @@
+"""Shared fixtures of the client and replay tests: a live emulator and a faulty file server.
+
+Test modules load them with ``pytest_plugins = ["client_fixtures"]``;
+tests/conftest.py belongs to the emulator's tests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+EMULATOR_START_TIMEOUT = 30.0
+
+
+@dataclass
+class Emulator:
+    """A running ``o41-emulator serve`` subprocess."""
+
+    url: str
+    key: str
+    process: subprocess.Popen[str]
+
+    @property
+    def api(self) -> str:
+        return self.url + "/api/v1"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """An environment for a client process pointed at this emulator."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SKYPILOT_", "O41_"))}
+        env.update(O41_ARTIFACTS_API_URL=self.api, O41_ARTIFACTS_API_KEY=self.key)
+        env.update(extra)
+        return env
+
+    def make_key(self, prefix: str, access: str) -> str:
+        """A key scoped to ``prefix`` with ``read`` or ``write`` access (admin endpoint)."""
+        resp = requests.post(f"{self.url}/_emulator/keys", timeout=10,
+                             json={"scopes": [{"prefix": prefix, "access": access}]})
+        resp.raise_for_status()
+        return resp.json()["key"]
+
+
+def start_emulator(data_dir: Path, *extra: str) -> Emulator:
+    """Start the emulator on a free port and wait until ``/_emulator/health`` answers."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "serve", "--host", "127.0.0.1", "--port", "0",
+         "--data-dir", str(data_dir), "--quiet", *extra],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    url = key = ""
+    deadline = time.monotonic() + EMULATOR_START_TIMEOUT
+    while not key and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if m := re.search(r"listening on (http://\S+)", line):
+            url = m.group(1)
+        if m := re.search(r"O41_ARTIFACTS_API_KEY=(\S+)", line):
+            key = m.group(1)
+    if not url or not key:
+        proc.kill()
+        raise RuntimeError("the emulator did not print its URL and key")
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"{url}/_emulator/health", timeout=2).status_code == 200:
+                return Emulator(url, key, proc)
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the emulator never became healthy")
+
+
+def stop_emulator(emu: Emulator) -> None:
+    emu.process.send_signal(signal.SIGTERM)
+    try:
+        emu.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        emu.process.kill()
+        emu.process.wait()
+
+
+@pytest.fixture(scope="session")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """One emulator for the session; tests isolate themselves by random artifact names."""
+    emu = start_emulator(tmp_path_factory.mktemp("emulator-data"))
+    yield emu
+    stop_emulator(emu)
+
+
+@pytest.fixture
+def artifact() -> str:
+    """A fresh, random artifact location, so tests never share state."""
+    return f"o41://tests/run-{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+def client_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+    """Point this process's client at the emulator, with no SkyPilot variables set."""
+    for name in list(os.environ):
+        if name.startswith(("SKYPILOT_", "O41_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("O41_ARTIFACTS_API_URL", emulator.api)
+    monkeypatch.setenv("O41_ARTIFACTS_API_KEY", emulator.key)
+    return emulator
+
+
+# -- a small file server with faults, for the data plane --------------------------------------
+
+
+@dataclass
+class FileServer:
+    """Serves ``files`` by path with Range support; can cut bodies or corrupt bytes."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    cut_after: int | None = None
+    cuts_left: int = 0
+    fail_from_offset: int | None = None
+    corrupt: bool = False
+    served: int = 0
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    base: str = ""
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/{path}"
+
+
+def _handler(state: FileServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            """Quiet: tests read ``state`` instead."""
+
+        def do_PUT(self) -> None:  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            state.files[self.path.lstrip("/")] = body
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:  # noqa: N802
+            data = state.files.get(self.path.lstrip("/"))
+            if data is None:
+                self.send_error(404)
+                return
+            start, end = 0, len(data) - 1
+            if m := re.match(r"bytes=(\d+)-(\d+)", self.headers.get("Range", "")):
+                start, end = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
+            with state.lock:
+                state.ranges.append((start, end))
+                failing = state.fail_from_offset is not None and end >= state.fail_from_offset
+                cut = state.cut_after if state.cuts_left > 0 else None
+                if cut is not None:
+                    state.cuts_left -= 1
+            if failing:
+                self.send_error(500)
+                return
+            body = data[start:end + 1]
+            if state.corrupt:
+                body = bytes([body[0] ^ 1]) + body[1:]
+            self.send_response(206 if "Range" in self.headers else 200)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+            self.end_headers()
+            sent = body[:cut] if cut is not None else body
+            self.wfile.write(sent)
+            with state.lock:
+                state.served += len(sent)
+            if cut is not None:
+                self.close_connection = True
+
+    return Handler
+
+
+@pytest.fixture
+def file_server() -> Iterator[FileServer]:
+    """A threaded file server on a free port, for download and upload tests."""
+    state = FileServer()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    state.base = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield state
+    server.shutdown()
+    server.server_close()
