@@ -74,11 +74,9 @@ def read_usage(backend: Backend, who: Principal, artifact: object | None) -> dic
                 "place": place.json() if place else None,
                 "route": row["route"],
                 "bytes": row["bytes"],
-                "cost_usd": round(cost, 6),
+                "cost_usd": cost,
             }
         )
-    for agg in routes.values():
-        agg["cost_usd"] = round(agg["cost_usd"], 6)
     placements = []
     clauses = "WHERE placement != 'local'" + (" AND artifact = ?" if artifact else "")
     for row in conn.execute(
@@ -102,7 +100,7 @@ def read_usage(backend: Backend, who: Principal, artifact: object | None) -> dic
         )
     return {
         "routes": routes,
-        "total_cost_usd": round(sum(a["cost_usd"] for a in routes.values()), 6),
+        "total_cost_usd": sum(a["cost_usd"] for a in routes.values()),
         "transfers": transfers,
         "placements": placements,
         "prices": prices.json(),

@@ -78,9 +78,10 @@ def artifacts_open() -> Response:
     )
     resumed = out["resume_from"]
     g.log = (
-        f"{out['artifact']} resume={data.get('resume')} epoch={out['epoch']}"
-        + (f" fenced={out['fenced']['holder']}" if out["fenced"] else "")
-        + (f" from {resumed['version']} " + _route_note(resumed, place) if resumed else "")
+        f"{out['artifact']} {data.get('resume') or 'fresh'}",
+        f"epoch {out['epoch']}"
+        + (f" fenced {out['fenced']['holder']}" if out["fenced"] else "")
+        + (f" from {resumed['version']} " + _route_note(resumed, place) if resumed else ""),
     )
     return jsonify(out)
 
@@ -99,8 +100,8 @@ def versions_write() -> Response:
     )
     loc = out["location"]
     g.log = (
-        f"{data.get('artifact')} {data.get('version')} {out['route']} -> "
-        f"{loc['cloud']}/{loc['region']}"
+        f"{data.get('artifact')} {data.get('version')}",
+        f"{out['route']} -> {loc['cloud']}/{loc['region']}",
     )
     return jsonify(out)
 

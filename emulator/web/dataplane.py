@@ -37,15 +37,16 @@ def _byte_range(size: int) -> tuple[int, int] | None:
     return span
 
 
-def _metered(chunks: Iterator[bytes], meta: dict, location_id: str) -> Iterator[bytes]:
+def _metered(be: Backend, chunks: Iterator[bytes], meta: dict, location_id: str) -> Iterator[bytes]:
     """Yield the body and record the bytes actually sent, even when the client hangs up."""
+    # Runs after the view returned, outside the app context: hence the explicit backend.
     sent = 0
     try:
         for chunk in chunks:
             yield chunk
             sent += len(chunk)
     finally:
-        usage.record(backend(), "read", meta["a"], meta["v"], location_id, meta.get("r"), sent)
+        usage.record(be, "read", meta["a"], meta["v"], location_id, meta.get("r"), sent)
 
 
 @bp.route("/data/<cloud>/<region>/<path:key>", methods=["GET", "HEAD"])
@@ -72,7 +73,7 @@ def get_object(cloud: str, region: str, key: str) -> Response:
     g.log = (f"{meta['a']} {meta['v']}", f"{start}-{stop} of {size} bytes")
     if request.method == "HEAD":
         return Response(status=status, headers=headers)
-    body = _metered(be.storage.read(loc.bucket, key, start, stop - start), meta, location_id)
+    body = _metered(be, be.storage.read(loc.bucket, key, start, stop - start), meta, location_id)
     return Response(body, status=status, headers=headers, direct_passthrough=True)
 
 

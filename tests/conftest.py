@@ -1,0 +1,144 @@
+"""Fixtures: an emulator on each storage backend, in-process or live, isolated by names."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from emulator import Settings, create_app
+from tests.emulator_http import Http
+
+MOTO_KEYS = {"s3_access_key": "testing", "s3_secret_key": "testing"}
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """moto's S3 server standing in for MinIO (no Docker engine on our machines)."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def storage_settings(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict:
+    if kind == "fs":
+        return {"storage": "fs"}
+    endpoint = request.getfixturevalue("moto_endpoint")
+    # A bucket prefix per test keeps tests apart on the one moto server.
+    return {"storage": "s3", "s3_endpoint": endpoint, **MOTO_KEYS}
+
+
+@pytest.fixture(params=["fs", "s3"])
+def storage_kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def make_settings(tmp_path: Path, request: pytest.FixtureRequest, kind: str = "fs",
+                  **overrides) -> Settings:
+    from dataclasses import replace
+
+    from emulator.config import DEFAULT_LOCATIONS
+    from emulator.locations import Location
+
+    tag = uuid.uuid4().hex[:8]
+    locations = tuple(
+        Location(loc.cloud, loc.region, f"{loc.bucket}-{tag}", loc.default)
+        for loc in DEFAULT_LOCATIONS
+    )
+    base = Settings(data_dir=tmp_path / "data", locations=locations)
+    return replace(base, **storage_settings(kind, tmp_path, request), **overrides)
+
+
+@pytest.fixture
+def app(tmp_path: Path, request: pytest.FixtureRequest, storage_kind: str):
+    return create_app(make_settings(tmp_path, request, storage_kind))
+
+
+@pytest.fixture
+def http(app) -> Http:
+    return Http("http://localhost", app.test_client())
+
+
+@pytest.fixture
+def artifact() -> str:
+    """A fresh artifact name per test: isolation by random names, never by reset."""
+    return f"t{uuid.uuid4().hex[:10]}/run-{uuid.uuid4().hex[:6]}"
+
+
+class LiveEmulator:
+    """`o41-emulator serve` in a subprocess, as a user starts it."""
+
+    def __init__(self, args: list[str], env: dict | None = None) -> None:
+        import tempfile
+
+        # stderr goes to a file: a pipe nobody reads would block a chatty server.
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "emulator", "serve", "--port", "0", "--quiet", *args],
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+            env={**os.environ, **(env or {})},
+        )
+        assert self.proc.stdout is not None
+        self.lines = [self.proc.stdout.readline() for _ in range(3)]
+        match = re.search(r"listening on (http://\S+)", self.lines[0])
+        if not match:
+            self.stop()
+            raise RuntimeError(f"emulator did not start: {self.lines} {self.errors()}")
+        self.url = match.group(1)
+        self.http = Http(self.url)
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        import time
+
+        import requests
+
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(self.url + "/_emulator/health", timeout=1).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                time.sleep(0.02)
+        raise RuntimeError("emulator never became healthy")
+
+    def errors(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.stderr.close()
+
+
+@pytest.fixture
+def live_factory(tmp_path: Path) -> Iterator:
+    started: list[LiveEmulator] = []
+
+    def start(*args: str, env: dict | None = None) -> LiveEmulator:
+        emu = LiveEmulator(list(args), env)
+        started.append(emu)
+        return emu
+
+    yield start
+    for emu in started:
+        emu.stop()
