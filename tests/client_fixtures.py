@@ -73,6 +73,7 @@ def start_emulator(data_dir: Path, *extra: str) -> Emulator:
             key = m.group(1)
     if not url or not key:
         proc.kill()
+        proc.communicate()
         raise RuntimeError("the emulator did not print its URL and key")
     while time.monotonic() < deadline:
         try:
@@ -82,6 +83,7 @@ def start_emulator(data_dir: Path, *extra: str) -> Emulator:
             pass
         time.sleep(0.05)
     proc.kill()
+    proc.communicate()
     raise RuntimeError("the emulator never became healthy")
 
 
@@ -92,10 +94,12 @@ def stop_emulator(emu: Emulator) -> None:
     except subprocess.TimeoutExpired:
         emu.process.kill()
         emu.process.wait()
+    if emu.process.stdout is not None:
+        emu.process.stdout.close()
 
 
 @pytest.fixture(scope="session")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+def o41_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     """One emulator for the session; tests isolate themselves by random artifact names."""
     emu = start_emulator(tmp_path_factory.mktemp("emulator-data"))
     yield emu
@@ -103,20 +107,20 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 
 @pytest.fixture
-def artifact() -> str:
+def o41_location() -> str:
     """A fresh, random artifact location, so tests never share state."""
     return f"o41://tests/run-{secrets.token_hex(4)}"
 
 
 @pytest.fixture
-def client_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+def o41_env(o41_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
     """Point this process's client at the emulator, with no SkyPilot variables set."""
     for name in list(os.environ):
         if name.startswith(("SKYPILOT_", "O41_")):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("O41_ARTIFACTS_API_URL", emulator.api)
-    monkeypatch.setenv("O41_ARTIFACTS_API_KEY", emulator.key)
-    return emulator
+    monkeypatch.setenv("O41_ARTIFACTS_API_URL", o41_emulator.api)
+    monkeypatch.setenv("O41_ARTIFACTS_API_KEY", o41_emulator.key)
+    return o41_emulator
 
 
 # -- a small file server with faults, for the data plane --------------------------------------
@@ -189,7 +193,7 @@ def _handler(state: FileServer) -> type[BaseHTTPRequestHandler]:
 
 
 @pytest.fixture
-def file_server() -> Iterator[FileServer]:
+def data_server() -> Iterator[FileServer]:
     """A threaded file server on a free port, for download and upload tests."""
     state = FileServer()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))

@@ -37,92 +37,92 @@ def entry(server: FileServer, name: str, data: bytes) -> FileEntry:
     return FileEntry(name, len(data), hashlib.sha256(data).hexdigest(), server.url(name))
 
 
-def test_download_parallel_ranges_reassemble_exactly(file_server: FileServer,
+def test_download_parallel_ranges_reassemble_exactly(data_server: FileServer,
                                                       tmp_path: Path) -> None:
     data = blob(10 * CHUNK + 123)
-    [path] = download([entry(file_server, "w.bin", data)], tmp_path, chunk_size=CHUNK)
+    [path] = download([entry(data_server, "w.bin", data)], tmp_path, chunk_size=CHUNK)
     assert path.read_bytes() == data
-    assert len(file_server.ranges) == 11 and file_server.served == len(data)
+    assert len(data_server.ranges) == 11 and data_server.served == len(data)
     assert not list(tmp_path.glob(f"*{PART_SUFFIX}*"))
 
 
-def test_download_resumes_within_run_when_body_cut(file_server: FileServer, tmp_path: Path,
+def test_download_resumes_within_run_when_body_cut(data_server: FileServer, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transfer, "BLOCK", 256)
     data = blob(3 * CHUNK)
-    file_server.cut_after, file_server.cuts_left = 1000, 2
-    [path] = download([entry(file_server, "w.bin", data)], tmp_path, chunk_size=CHUNK,
+    data_server.cut_after, data_server.cuts_left = 1000, 2
+    [path] = download([entry(data_server, "w.bin", data)], tmp_path, chunk_size=CHUNK,
                       workers=1)
     assert path.read_bytes() == data
     # the cut request is asked again from the last whole block received, not from scratch
-    assert file_server.ranges[:3] == [(0, CHUNK - 1), (768, CHUNK - 1), (1536, CHUNK - 1)]
+    assert data_server.ranges[:3] == [(0, CHUNK - 1), (768, CHUNK - 1), (1536, CHUNK - 1)]
 
 
-def test_download_resumes_across_runs_from_partial_file(file_server: FileServer,
+def test_download_resumes_across_runs_from_partial_file(data_server: FileServer,
                                                         tmp_path: Path) -> None:
     data = blob(8 * CHUNK)
-    e = entry(file_server, "w.bin", data)
-    file_server.fail_from_offset = 5 * CHUNK  # chunks 5.. fail: the first run dies part-way
+    e = entry(data_server, "w.bin", data)
+    data_server.fail_from_offset = 5 * CHUNK  # chunks 5.. fail: the first run dies part-way
     with pytest.raises(TransportError):
         download([e], tmp_path, chunk_size=CHUNK, workers=1)
     assert (tmp_path / ("w.bin" + PART_SUFFIX)).exists()
     assert (tmp_path / ("w.bin" + LOG_SUFFIX)).read_text().splitlines()[1:] == [
         "0", "1", "2", "3", "4"]
-    file_server.fail_from_offset, file_server.served, file_server.ranges = None, 0, []
+    data_server.fail_from_offset, data_server.served, data_server.ranges = None, 0, []
     [path] = download([e], tmp_path, chunk_size=CHUNK, workers=2)
     assert path.read_bytes() == data
-    assert file_server.served == 3 * CHUNK  # only the missing chunks were fetched
-    assert sorted(file_server.ranges)[0] == (5 * CHUNK, 6 * CHUNK - 1)
+    assert data_server.served == 3 * CHUNK  # only the missing chunks were fetched
+    assert sorted(data_server.ranges)[0] == (5 * CHUNK, 6 * CHUNK - 1)
 
 
-def test_download_partial_of_another_version_is_discarded(file_server: FileServer,
+def test_download_partial_of_another_version_is_discarded(data_server: FileServer,
                                                           tmp_path: Path) -> None:
     (tmp_path / ("w.bin" + PART_SUFFIX)).write_bytes(b"x" * CHUNK)
     (tmp_path / ("w.bin" + LOG_SUFFIX)).write_text('{"sha256": "other"}\n0\n')
     data = blob(2 * CHUNK, seed=2)
-    [path] = download([entry(file_server, "w.bin", data)], tmp_path, chunk_size=CHUNK)
-    assert path.read_bytes() == data and file_server.served == len(data)
+    [path] = download([entry(data_server, "w.bin", data)], tmp_path, chunk_size=CHUNK)
+    assert path.read_bytes() == data and data_server.served == len(data)
 
 
-def test_download_sha_mismatch_raises_and_leaves_nothing(file_server: FileServer,
+def test_download_sha_mismatch_raises_and_leaves_nothing(data_server: FileServer,
                                                          tmp_path: Path) -> None:
-    file_server.corrupt = True
+    data_server.corrupt = True
     with pytest.raises(IntegrityError, match="sha256"):
-        download([entry(file_server, "w.bin", blob(CHUNK))], tmp_path, chunk_size=CHUNK)
+        download([entry(data_server, "w.bin", blob(CHUNK))], tmp_path, chunk_size=CHUNK)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_download_skips_files_already_complete(file_server: FileServer, tmp_path: Path) -> None:
+def test_download_skips_files_already_complete(data_server: FileServer, tmp_path: Path) -> None:
     data = blob(CHUNK)
     (tmp_path / "w.bin").write_bytes(data)
-    download([entry(file_server, "w.bin", data)], tmp_path, chunk_size=CHUNK)
-    assert file_server.served == 0
+    download([entry(data_server, "w.bin", data)], tmp_path, chunk_size=CHUNK)
+    assert data_server.served == 0
 
 
-def test_download_empty_and_nested_files(file_server: FileServer, tmp_path: Path) -> None:
-    paths = download([entry(file_server, "empty", b""), entry(file_server, "a/b/c.txt", b"hi")],
+def test_download_empty_and_nested_files(data_server: FileServer, tmp_path: Path) -> None:
+    paths = download([entry(data_server, "empty", b""), entry(data_server, "a/b/c.txt", b"hi")],
                      tmp_path)
     assert [p.read_bytes() for p in paths] == [b"", b"hi"]
     assert paths[1] == tmp_path / "a" / "b" / "c.txt"
 
 
-def test_download_http_error_names_status(file_server: FileServer, tmp_path: Path) -> None:
-    e = FileEntry("gone", 10, "0" * 64, file_server.url("gone"))
+def test_download_http_error_names_status(data_server: FileServer, tmp_path: Path) -> None:
+    e = FileEntry("gone", 10, "0" * 64, data_server.url("gone"))
     with pytest.raises(TransportError) as info:
         download([e], tmp_path)
     assert info.value.status == 404
 
 
-def test_upload_puts_every_file_body(file_server: FileServer, tmp_path: Path) -> None:
+def test_upload_puts_every_file_body(data_server: FileServer, tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "w.bin").write_bytes(blob(3 * CHUNK))
     (tmp_path / "state.json").write_text("{}")
     local = hash_files(collect({"d/w.bin": tmp_path / "d" / "w.bin",
                                 "state.json": tmp_path / "state.json", "mem": b"bytes"}))
-    upload(local, {f.name: file_server.url(f"up/{f.name}") for f in local})
-    assert file_server.files["up/d/w.bin"] == blob(3 * CHUNK)
-    assert file_server.files["up/state.json"] == b"{}"
-    assert file_server.files["up/mem"] == b"bytes"
+    upload(local, {f.name: data_server.url(f"up/{f.name}") for f in local})
+    assert data_server.files["up/d/w.bin"] == blob(3 * CHUNK)
+    assert data_server.files["up/state.json"] == b"{}"
+    assert data_server.files["up/mem"] == b"bytes"
     assert {f.name: f.sha256 for f in local}["mem"] == hashlib.sha256(b"bytes").hexdigest()
 
 
