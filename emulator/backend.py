@@ -65,6 +65,9 @@ class Backend:
         clear = getattr(self.storage, "clear_partials", None)
         if clear is not None:
             clear()
+        from .versions import reclaim_expired_uploads
+
+        reclaim_expired_uploads(self)
 
     @staticmethod
     def now() -> float:

@@ -14,7 +14,9 @@ from .config import DEFAULT_KEY, Settings, load_toml
 from .faults import FAULTS
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "O41_EMULATOR"}
+)
 @click.version_option(package_name="o41-artifacts-emulator")
 def main() -> None:
     """Local emulator of the o41 Artifacts checkpoint API over three fake cloud regions."""

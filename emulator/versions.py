@@ -36,6 +36,22 @@ def latest_step(backend: Backend, artifact: str) -> int | None:
     return row[0]
 
 
+def reclaim_expired_uploads(backend: Backend) -> int:
+    """Delete uploads never committed within `upload_lifetime`, with their bytes."""
+    conn = backend.conn()
+    rows = conn.execute(
+        "SELECT id, artifact, location FROM uploads WHERE state = 'open' AND expires_at < ?",
+        (backend.now(),),
+    ).fetchall()
+    for row in rows:
+        bucket = backend.location(row["location"]).bucket
+        backend.storage.delete_prefix(bucket, object_key(row["artifact"], row["id"], ""))
+        with db.transaction(conn):
+            conn.execute("DELETE FROM upload_files WHERE upload_id = ?", (row["id"],))
+            conn.execute("DELETE FROM uploads WHERE id = ?", (row["id"],))
+    return len(rows)
+
+
 def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None:
     """FENCE-2: anything carrying an epoch older than the artifact's newest is refused."""
     row = (
@@ -104,6 +120,7 @@ def write_version(
     who.require("write", name)
     tok = backend.token(token, name)
     step = names.version_step(version)
+    reclaim_expired_uploads(backend)
     parsed = _parse_files(backend, files)
     place = place_from_text(tok["place"])
     placement = backend.geography.place_for(place)

@@ -34,7 +34,7 @@ def test_write_with_unsafe_file_name_is_invalid(box, name):
         [{"name": "a", "size": -1, "sha256": "0" * 64}],
         [{"name": "a", "size": 1, "sha256": "XYZ"}],
         [{"name": "a", "size": "1", "sha256": "0" * 64}],
-        [{"name": "a", "size": 1, "sha256": "0" * 64}, {"name": "a", "size": 1, "sha256": "0" * 64}],
+        [{"name": "a", "size": 1, "sha256": "0" * 64}] * 2,
         "not a list",
     ],
 )
@@ -207,3 +207,24 @@ def test_expired_signed_url_is_forbidden(http, artifact, app, monkeypatch):
     monkeypatch.setattr(emulator.signing.time, "time", lambda: real() + 3601)
     r = http.request("GET", url, key=None)
     assert (r.status, r.code) == (403, "forbidden")
+
+
+def test_expired_uncommitted_upload_is_reclaimed_with_its_bytes(http, app, artifact):
+    from emulator.versions import reclaim_expired_uploads
+
+    box = Box(http, artifact, AWS)
+    box.open()
+    files = {"a": b"abandoned"}
+    w = box.write("step-00000001", files)
+    box.upload(w, files)
+    backend = app.extensions["o41"]
+    assert reclaim_expired_uploads(backend) == 0
+    backend.now = lambda: 10**12  # far past every upload's expiry
+    assert reclaim_expired_uploads(backend) == 1
+    r = box.commit(w.body["upload"])
+    assert (r.status, r.code) == (404, "not_found")
+    from emulator.storage import ObjectMissing
+
+    with pytest.raises(ObjectMissing):
+        backend.storage.size(backend.location("aws/us-east-1").bucket,
+                             f"{artifact}/{w.body['upload']}/a")

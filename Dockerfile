@@ -1,0 +1,16 @@
+# The emulator as an image: the same install and start commands as the README.
+FROM python:3.11-slim
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY emulator emulator
+COPY conformance conformance
+COPY o41 o41
+RUN pip install --no-cache-dir . \
+ && useradd --create-home --uid 10041 o41 \
+ && mkdir /data && chown o41 /data
+USER o41
+EXPOSE 8041
+VOLUME ["/data"]
+HEALTHCHECK --interval=5s --timeout=2s --start-period=5s --retries=3 \
+  CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8041/_emulator/health', timeout=2)"
+ENTRYPOINT ["o41-emulator", "serve", "--host", "0.0.0.0", "--port", "8041", "--data-dir", "/data"]

@@ -1,0 +1,11 @@
+"""``o41-emulator replay``: run a real training command as the boxes of a scenario.
+
+Modules: ``scenario`` (the ``boxes:`` key of a scenario file), ``proxy`` (a recording proxy
+in front of the emulator, one path prefix per box), ``runner`` (launch, preempt, relaunch),
+``checks`` (the violations), ``table`` (the per-hop report), ``command`` (the click command).
+"""
+
+from .checks import Violation, check
+from .scenario import Box, Preempt, Scenario, load_scenario
+
+__all__ = ["Box", "Preempt", "Scenario", "Violation", "check", "load_scenario"]
