@@ -1,0 +1,59 @@
+"""Fencing under real concurrency: several worker processes, many client threads, one artifact."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from tests.emulator_http import AWS, GCP, Box, Http
+
+
+def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_factory, tmp_path,
+                                                                       artifact):
+    emu = live_factory("--data-dir", str(tmp_path / "d"), "--workers", "3", "--threads", "8")
+    steps = itertools.count(1)
+    lock = threading.Lock()
+    opens: list[tuple[float, int]] = []  # (time the open returned, epoch)
+    accepted: list[tuple[float, int, str]] = []  # (time the commit was sent, epoch, version)
+
+    def worker(i: int) -> None:
+        http = Http(emu.url)
+        for round_ in range(6):
+            box = Box(http, artifact, AWS if i % 2 else GCP, holder=f"w{i}-{round_}")
+            r = box.open("latest")
+            assert r.status == 200, r.body
+            with lock:
+                opens.append((time.monotonic(), r.body["epoch"]))
+            for _ in range(3):
+                with lock:
+                    version = f"step-{next(steps):08d}"
+                files = {"m": version.encode()}
+                w = box.write(version, files)
+                if w.status != 200:
+                    assert w.code in ("fenced", "not_after_latest"), w.body
+                    continue
+                box.upload(w, files)
+                sent = time.monotonic()
+                c = box.commit(w.body["upload"])
+                if c.status == 200:
+                    with lock:
+                        accepted.append((sent, c.body["epoch"], version))
+                else:
+                    assert c.code in ("fenced", "not_after_latest"), c.body
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(worker, range(8)))
+
+    assert len(accepted) >= 8 and len(opens) == 48
+    epochs = sorted(e for _, e in opens)
+    assert epochs == list(range(1, len(opens) + 1))  # unique, no gaps: every open counted
+    for sent, epoch, version in accepted:
+        newer_done = [e for t, e in opens if t < sent and e > epoch]
+        assert not newer_done, f"{version} of epoch {epoch} accepted after epoch {newer_done}"
+    listed = emu.http.request("GET", "/api/v1/versions/list", params={"artifact": artifact})
+    visible = [(v["version"], v["epoch"]) for v in listed.body["versions"]]
+    assert sorted(v for v, _ in visible) == sorted(v for _, _, v in accepted)  # none lost
+    visible_epochs = [e for _, e in visible]
+    assert visible_epochs == sorted(visible_epochs)  # an older epoch never lands after a newer
