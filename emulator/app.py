@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from flask import Flask, Response, g, request
 
 from .backend import Backend
 from .config import Settings
+from .errors import Unavailable
 from .web import admin, api, dataplane, errors
 
 log = logging.getLogger("o41.emulator")
@@ -23,6 +25,17 @@ def _settings(config: Settings | Mapping | None) -> Settings:
     values = dict(config or {})
     data_dir = values.pop("data_dir", None) or tempfile.mkdtemp(prefix="o41-emulator-")
     return replace(Settings(data_dir=Path(data_dir)), **values)
+
+
+def _apply_chaos(backend: Backend, operation: str) -> None:
+    effect = backend.chaos.effect(backend.conn(), operation)
+    if effect is None:
+        return
+    if effect.latency_ms:
+        time.sleep(effect.latency_ms / 1000)
+    if effect.status:
+        raise Unavailable(f"{operation} failed by a chaos rule", effect.status)
+    g.cut_after_bytes = effect.cut_after_bytes
 
 
 def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True) -> Flask:
@@ -43,10 +56,15 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
     errors.register(app)
 
     @app.before_request
-    def _authenticate() -> None:
-        # Every /api/v1 call, known route or not, needs a valid key first (AUTH-1).
-        if request.path.startswith("/api/v1/") and request.path != "/api/v1/openapi.json":
-            g.who = backend.authenticate(request.headers.get("Authorization"))
+    def _chaos_then_authenticate() -> None:
+        path = request.path
+        if path.startswith("/api/v1/"):
+            _apply_chaos(backend, path.removeprefix("/api/v1/"))
+            # Every /api/v1 call, known route or not, needs a valid key first (AUTH-1).
+            if path != "/api/v1/openapi.json":
+                g.who = backend.authenticate(request.headers.get("Authorization"))
+        elif path.startswith("/data/"):
+            _apply_chaos(backend, "data/put" if request.method == "PUT" else "data/get")
 
     @app.after_request
     def _log_line(response: Response) -> Response:

@@ -12,6 +12,7 @@ import time
 from datetime import UTC, datetime
 
 from . import db, keys
+from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
 from .locations import Geography, Location
@@ -51,6 +52,7 @@ class Backend:
             for spec in settings.keys:
                 keys.store(self.conn(), spec.key, spec.scopes)
         self.signer = UrlSigner(db.secret(self.conn()), "url-never-expires" in self.faults)
+        self.chaos = Chaos()
 
     def conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

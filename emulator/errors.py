@@ -101,3 +101,14 @@ class RangeNotSatisfiable(ApiError):
     def __init__(self, message: str, size: int) -> None:
         super().__init__(message)
         self.headers = {"Content-Range": f"bytes */{size}"}
+
+
+class Unavailable(ApiError):
+    """Emulator only: a transient failure injected by a chaos rule (`/_emulator/chaos`)."""
+
+    status, code = 503, "unavailable"
+
+    def __init__(self, message: str, status: int = 503) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = {"Retry-After": "0"}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hmac
+from dataclasses import asdict
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from .. import db, keys
 from ..backend import Backend
+from ..chaos import parse_rules
 from ..errors import Forbidden, InvalidArgument, Unauthenticated
 from .api import body
 
@@ -54,6 +56,17 @@ def create_key() -> tuple[Response, int]:
     with db.transaction(conn):
         keys.store(conn, key, scopes)
     return jsonify({"key": key, "scopes": keys.Principal(scopes).json()}), 201
+
+
+@bp.route("/chaos", methods=["GET", "POST", "DELETE"])
+def chaos() -> Response:
+    """GET the rules, POST `{"rules": [...]}` to replace them, DELETE to clear them."""
+    be = backend()
+    if request.method == "POST":
+        be.chaos.store(be.conn(), parse_rules(body().get("rules")))
+    elif request.method == "DELETE":
+        be.chaos.store(be.conn(), [])
+    return jsonify({"rules": [asdict(r) for r in be.chaos.rules(be.conn())]})
 
 
 @bp.get("/state")

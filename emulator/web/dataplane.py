@@ -49,6 +49,17 @@ def _metered(be: Backend, chunks: Iterator[bytes], meta: dict, location_id: str)
         usage.record(be, "read", meta["a"], meta["v"], location_id, meta.get("r"), sent)
 
 
+def _cut(chunks: Iterator[bytes], limit: int) -> Iterator[bytes]:
+    """A chaos rule's cut: send `limit` bytes, then drop the connection mid-body."""
+    for chunk in chunks:
+        if len(chunk) >= limit:
+            if limit:
+                yield chunk[:limit]
+            raise ConnectionAbortedError("body cut by a chaos rule")
+        limit -= len(chunk)
+        yield chunk
+
+
 @bp.route("/data/<cloud>/<region>/<path:key>", methods=["GET", "HEAD"])
 def get_object(cloud: str, region: str, key: str) -> Response:
     be = backend()
@@ -73,7 +84,11 @@ def get_object(cloud: str, region: str, key: str) -> Response:
     g.log = (f"{meta['a']} {meta['v']}", f"{start}-{stop} of {size} bytes")
     if request.method == "HEAD":
         return Response(status=status, headers=headers)
-    body = _metered(be, be.storage.read(loc.bucket, key, start, stop - start), meta, location_id)
+    chunks = be.storage.read(loc.bucket, key, start, stop - start)
+    cut = g.get("cut_after_bytes")
+    if cut is not None:
+        chunks = _cut(chunks, cut)
+    body = _metered(be, chunks, meta, location_id)
     return Response(body, status=status, headers=headers, direct_passthrough=True)
 
 

@@ -1,0 +1,105 @@
+"""Transient faults on demand, for testing a client's retries (like LocalStack's Chaos API).
+
+Rules say which operation fails, how often, with what status, how much latency to add, and
+whether a data-plane download is cut after N bytes. They live in the database so every
+worker process applies the same rules at once; reading them is one primary-key lookup per
+call, cheaper than any cache that could go stale between workers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from dataclasses import asdict, dataclass
+
+from . import db
+from .errors import InvalidArgument
+
+OPERATIONS = (
+    "*",
+    "artifacts/open",
+    "artifacts/read",
+    "versions/write",
+    "versions/commit",
+    "versions/read",
+    "versions/list",
+    "usage/read",
+    "data/get",
+    "data/put",
+)
+
+
+@dataclass(frozen=True)
+class ChaosRule:
+    operation: str = "*"
+    probability: float = 1.0
+    status: int = 503  # 0: no error, only latency or a cut body
+    latency_ms: int = 0
+    cut_after_bytes: int | None = None  # data/get only: the body stops after this many bytes
+
+    def matches(self, operation: str) -> bool:
+        return self.operation in ("*", operation)
+
+
+def parse_rules(raw: object) -> list[ChaosRule]:
+    if not isinstance(raw, list):
+        raise InvalidArgument("rules must be a list")
+    rules = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise InvalidArgument("each rule is an object")
+        unknown = set(item) - set(ChaosRule.__dataclass_fields__)
+        if unknown:
+            raise InvalidArgument(f"unknown rule fields: {', '.join(sorted(unknown))}")
+        rule = ChaosRule(**item)
+        if rule.operation not in OPERATIONS:
+            raise InvalidArgument(f"operation must be one of {', '.join(OPERATIONS)}")
+        if not isinstance(rule.probability, int | float) or not 0 <= rule.probability <= 1:
+            raise InvalidArgument("probability must be between 0 and 1")
+        if not isinstance(rule.status, int) or not (rule.status == 0 or 400 <= rule.status < 600):
+            raise InvalidArgument("status must be 0 or an HTTP error status")
+        if not isinstance(rule.latency_ms, int) or not 0 <= rule.latency_ms <= 60_000:
+            raise InvalidArgument("latency_ms must be 0..60000")
+        cut = rule.cut_after_bytes
+        if cut is not None and (not isinstance(cut, int) or cut < 0):
+            raise InvalidArgument("cut_after_bytes must be a non-negative integer")
+        rules.append(rule)
+    return rules
+
+
+@dataclass(frozen=True)
+class Effect:
+    status: int = 0
+    latency_ms: int = 0
+    cut_after_bytes: int | None = None
+
+
+class Chaos:
+    """The chaos rules shared by every worker, kept in the `meta` table."""
+
+    def __init__(self) -> None:
+        # (raw JSON, parsed rules) swapped as one object, so threads never see a torn pair.
+        self._cache: tuple[str, list[ChaosRule]] = ("[]", [])
+
+    def store(self, conn: sqlite3.Connection, rules: list[ChaosRule]) -> None:
+        with db.transaction(conn):
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES ('chaos', ?)",
+                (json.dumps([asdict(r) for r in rules]),),
+            )
+
+    def rules(self, conn: sqlite3.Connection) -> list[ChaosRule]:
+        row = conn.execute("SELECT value FROM meta WHERE name = 'chaos'").fetchone()
+        raw = row[0] if row else "[]"
+        cache = self._cache
+        if raw != cache[0]:  # parse only when the rules changed
+            cache = self._cache = (raw, [ChaosRule(**r) for r in json.loads(raw)])
+        return cache[1]
+
+    def effect(self, conn: sqlite3.Connection, operation: str) -> Effect | None:
+        """What chaos does to this call, decided by each matching rule's coin."""
+        for rule in self.rules(conn):
+            if rule.matches(operation) and random.random() < rule.probability:
+                return Effect(rule.status, rule.latency_ms, rule.cut_after_bytes)
+        return None
