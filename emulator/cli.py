@@ -151,3 +151,8 @@ def serve(
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
+
+
+from .replay.command import replay  # noqa: E402 - the harness lives in emulator/replay/
+
+main.add_command(replay)

@@ -31,7 +31,8 @@ from tqdm import tqdm
 from .errors import ConfigError, IntegrityError, TransportError
 from .models import FileEntry
 
-CHUNK_SIZE = 8 * 1024 * 1024
+MIN_CHUNK = 1024 * 1024
+MAX_CHUNK = 64 * 1024 * 1024
 WORKERS = 8
 BLOCK = 256 * 1024
 RETRIES = 5
@@ -276,8 +277,14 @@ def _is_complete(path: Path, entry: FileEntry) -> bool:
         return hashlib.file_digest(f, "sha256").hexdigest() == entry.sha256
 
 
+def chunk_for(size: int) -> int:
+    """Range size for a file: an eighth of it, within 1-64 MiB (a function of size alone, so
+    a resumed download splits the file the same way)."""
+    return min(MAX_CHUNK, max(MIN_CHUNK, -(-size // 8)))
+
+
 def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
-             workers: int = WORKERS, chunk_size: int = CHUNK_SIZE,
+             workers: int = WORKERS, chunk_size: int | None = None,
              progress: bool | None = None) -> list[Path]:
     """Download files by parallel ranged GETs into ``dest``, resuming and verifying each."""
     root = Path(dest)
@@ -289,7 +296,7 @@ def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
         final = root.joinpath(*PurePosixPath(check_name(entry.name)).parts)
         paths.append(final)
         if not _is_complete(final, entry):
-            partials.append(_Partial(final, entry, chunk_size))
+            partials.append(_Partial(final, entry, chunk_size or chunk_for(entry.size)))
     todo = [(p, i) for p in partials for i in range(p.chunks) if i not in p.done]
     bar = progress_bar(sum(p.entry.size for p in partials), "download", progress)
     bar.update(sum(p.entry.size for p in partials)

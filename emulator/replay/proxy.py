@@ -78,14 +78,20 @@ def _op(path: str) -> str:
             "artifacts/read": "read_artifact", "usage/read": "usage"}.get(tail, tail)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A box killed mid-request resets its connection: that is the point, not an error."""
+
+
 class RecordingProxy:
     """A threaded HTTP server forwarding ``/box/<id>/<path>`` to ``<upstream>/<path>``."""
 
     def __init__(self, upstream: str, recorder: Recorder) -> None:
         self.upstream = upstream.rstrip("/")
         self.recorder = recorder
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
                                        daemon=True)
 

@@ -1,0 +1,316 @@
+"""The checks a replay must pass, each a stable id that names its violations.
+
+They read only what any implementation shows: the calls each box made through the proxy and
+their replies, the artifact's final version list, and the usage report (reads per place).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from .proxy import Call
+from .runner import BoxRun, Replay
+
+CHECKS: dict[str, str] = {
+    "fresh-start": "no fresh start clobbered checkpoints",
+    "not-resumed": "every relaunch resumed from the latest",
+    "zombie-write": "the zombie's late writes were fenced and never visible",
+    "placement": "writes landed in the box's own region where a location exists",
+    "cross-cloud-reads": "one cross-cloud read per hop",
+    "history": "the history holds exactly the committed versions, epochs never going back",
+    "box-exit": "every box ran until preempted, and the last one to its end",
+}
+DEFAULT_LOCATIONS = frozenset({"aws/us-east-1", "gcp/europe-west4", "azure/westeurope"})
+WRITES = ("write", "commit")
+
+
+@dataclass(frozen=True)
+class Violation:
+    check: str
+    box: str | None
+    message: str
+
+    def __str__(self) -> str:
+        who = f"box {self.box}: " if self.box else ""
+        return f"{self.check}: {who}{self.message}"
+
+
+def place_text(value: Any) -> str | None:
+    """``{"cloud","region"}`` (or ``cloud/region``) as ``cloud/region``; ``None`` if unknown."""
+    if isinstance(value, dict) and value.get("cloud"):
+        return f"{value['cloud']}/{value.get('region')}"
+    return value if isinstance(value, str) and value else None
+
+
+class Facts:
+    """Indexes over the call log that several checks share."""
+
+    def __init__(self, replay: Replay) -> None:
+        self.replay = replay
+        self.calls = replay.calls
+        self.commits = [c for c in self.calls if c.op == "commit" and c.ok]
+        self.opens = [c for c in self.calls if c.op == "open"]
+        self.epoch_box = {c.reply.get("epoch"): c.box for c in self.opens if c.ok}
+        self.token_epoch = {str(c.reply.get("token")): int(c.reply["epoch"])
+                            for c in self.opens if c.ok and "epoch" in c.reply}
+
+    def superseded(self, epoch: int, t: float) -> Call | None:
+        """The first successful open of a higher epoch whose reply came back before ``t``."""
+        return next((o for o in self.opens if o.ok and o.ended < t
+                     and int(o.reply.get("epoch") or 0) > epoch), None)
+
+    def of(self, box: str, *ops: str) -> list[Call]:
+        return [c for c in self.calls if c.box == box and (not ops or c.op in ops)]
+
+    def latest_before(self, t: float) -> dict[str, Any] | None:
+        """The highest-step version whose commit reply came back before time ``t``."""
+        done = [c.reply for c in self.commits if c.ended < t]
+        return max(done, key=lambda v: v.get("step", 0)) if done else None
+
+    def first_open(self, box: str) -> Call | None:
+        opens = self.of(box, "open")
+        return opens[0] if opens else None
+
+    def late(self, run: BoxRun) -> list[Call]:
+        """Calls a zombie made after it was continued."""
+        if run.continued_at is None:
+            return []
+        return [c for c in self.of(run.box.id) if c.started >= run.continued_at]
+
+    def read_bytes(self, place: str | None, version: str, route: str | None = None) -> int:
+        usage = self.replay.usage or {}
+        return sum(int(t.get("bytes") or 0) for t in usage.get("transfers") or []
+                   if t.get("direction") == "read" and t.get("version") == version
+                   and place_text(t.get("place")) == place
+                   and (route is None or t.get("route") == route))
+
+
+def _fresh_start(f: Facts) -> list[Violation]:
+    out = []
+    for o in f.opens:
+        if o.request.get("resume") is not None:
+            continue
+        prior = f.latest_before(o.started)
+        if prior is None:
+            continue
+        outcome = ("the service refused it (409 has_checkpoints)" if o.code == "has_checkpoints"
+                   else "the service ACCEPTED it: the checkpoints were clobbered" if o.ok
+                   else f"it failed with {o.status} {o.code}")
+        out.append(Violation("fresh-start", o.box, f"opened fresh (resume=null) on an artifact "
+                             f"whose latest is {prior.get('version')}; {outcome}"))
+    return out
+
+
+def _not_resumed(f: Facts, fresh: set[str]) -> list[Violation]:
+    out = []
+    for run in f.replay.runs:
+        box = run.box.id
+        o = f.first_open(box)
+        if box in fresh:
+            continue
+        if o is None:
+            if run.preempted is None:
+                expected = f.latest_before(run.ended or float("inf"))
+                if expected is not None:
+                    out.append(Violation("not-resumed", box, "never opened the artifact"))
+            continue
+        expected = f.latest_before(o.started)
+        if expected is None:
+            continue
+        want = expected.get("version")
+        if o.request.get("resume") != "latest":
+            out.append(Violation("not-resumed", box, f"opened with resume="
+                                 f"{o.request.get('resume')!r}, not latest ({want})"))
+            continue
+        if not o.ok:
+            out.append(Violation("not-resumed", box, f"its open failed: {o.status} {o.code}"))
+            continue
+        got = (o.reply.get("resume_from") or {}).get("version")
+        if got != want:
+            out.append(Violation("not-resumed", box, f"the open resumed from {got}, but the "
+                                 f"latest committed before it was {want}"))
+            continue
+        wrote = [c for c in f.of(box, *WRITES) if c.started > o.started]
+        early = [c for c in wrote if c.code in ("not_after_latest", "version_exists")]
+        if early:
+            out.append(Violation("not-resumed", box, f"tried to write "
+                                 f"{early[0].request.get('version')} at or before {got}, the step "
+                                 "it resumed from: it restarted instead of resuming"))
+            continue
+        size = int(expected.get("size") or 0)
+        read = f.read_bytes(run.box.place, got)
+        if f.replay.usage is not None and any(c.ok for c in wrote) and read < size:
+            out.append(Violation("not-resumed", box, f"read {read} of the {size} bytes of {got} "
+                                 "before writing: it did not load what it resumed from"))
+    return out
+
+
+def _stale_writes(f: Facts) -> list[Violation]:
+    """Writes and commits with a token some later open had superseded must all be fenced."""
+    out = []
+    fenced_tokens: set[str] = set()
+    for c in f.calls:
+        token = str(c.request.get("token"))
+        epoch = f.token_epoch.get(token)
+        if c.op not in WRITES or epoch is None:
+            continue
+        if token in fenced_tokens:
+            what = c.request.get("version") or "an upload"
+            out.append(Violation("zombie-write", c.box, f"kept writing with a token that was "
+                                 f"already fenced ({c.op} of {what})"))
+            continue
+        by = f.superseded(epoch, c.started)
+        if by is None:
+            continue
+        who = f"box {by.box} opened at epoch {by.reply.get('epoch')}"
+        if c.ok and c.op == "commit":
+            out.append(Violation("zombie-write", c.box, f"its late write "
+                                 f"{c.reply.get('version')} (epoch {epoch}) became visible "
+                                 f"after {who}"))
+        elif c.ok:
+            out.append(Violation("zombie-write", c.box, f"its late write call for "
+                                 f"{c.request.get('version')} (epoch {epoch}) was accepted, "
+                                 f"not fenced, after {who}"))
+        elif not c.ok and c.code != "fenced":
+            out.append(Violation("zombie-write", c.box, f"its late {c.op} of "
+                                 f"{c.request.get('version') or 'an upload'} (epoch {epoch}) "
+                                 f"was refused with {c.status} {c.code}, not fenced, after {who}"))
+        elif c.code == "fenced":
+            fenced_tokens.add(token)
+    return out
+
+
+def _zombie_write(f: Facts) -> list[Violation]:
+    out = _stale_writes(f)
+    for run in f.replay.runs:
+        if run.preempted != "stop" or run.continued_at is None:
+            continue
+        box, late = run.box.id, f.late(run)
+        own = [c for c in f.of(box, "open") if c.ok and c.started < run.continued_at]
+        by = f.superseded(int(own[-1].reply["epoch"]), run.continued_at) if own else None
+        if by is None:
+            f.replay.notes.append(f"zombie {box} was never superseded (no later open succeeded "
+                                  "before its SIGCONT): fencing was not exercised")
+            continue
+        for c in late:
+            if c.op == "open" and c.ok:
+                fenced = f.epoch_box.get((c.reply.get("fenced") or {}).get("epoch"), "?")
+                out.append(Violation("zombie-write", box, f"re-opened the artifact after SIGCONT "
+                                     f"(epoch {c.reply.get('epoch')}), fencing box {fenced}"))
+        if not any(c.op in WRITES for c in late):
+            out.append(Violation("zombie-write", box, "made no write after SIGCONT, so fencing "
+                                 "was not exercised (does the command save after a pause?)"))
+    return out
+
+
+def _placement(f: Facts, locations: frozenset[str]) -> list[Violation]:
+    out = []
+    for run in f.replay.runs:
+        box, place = run.box.id, run.box.place
+        late = set(map(id, f.late(run)))
+        if place in locations:
+            for c in f.of(box, "commit"):
+                loc = place_text(c.reply.get("location"))
+                if c.ok and id(c) not in late and loc != place:
+                    out.append(Violation("placement", box, f"wrote {c.reply.get('version')} to "
+                                         f"{loc}, not to its own region {place}"))
+            continue
+        opens = [c for c in f.of(box, "open") if c.ok and id(c) not in late]
+        if not opens:
+            continue
+        warnings = [w for c in opens for w in c.reply.get("warnings") or []]
+        if not warnings:
+            out.append(Violation("placement", box, f"there is no location at "
+                                 f"{place or 'an unknown place'}, yet the open gave no warning"))
+            continue
+        text = run.log.read_text(errors="replace") if run.log.exists() else ""
+        for w in dict.fromkeys(warnings):
+            if w not in text:
+                out.append(Violation("placement", box, f"did not log the service's warning {w!r}"))
+    return out
+
+
+def _cross_cloud_reads(f: Facts) -> list[Violation]:
+    usage = f.replay.usage
+    if usage is None:
+        return []
+    expected: Counter[tuple[str | None, str]] = Counter()
+    sizes: dict[str, int] = {}
+    for run in f.replay.runs:
+        o = f.first_open(run.box.id)
+        version = (o.reply.get("resume_from") or {}) if o is not None and o.ok else {}
+        if not version:
+            continue
+        loc_cloud = (version.get("location") or {}).get("cloud")
+        if run.box.cloud is None or loc_cloud != run.box.cloud:
+            expected[(run.box.place, version["version"])] += 1
+            sizes[version["version"]] = int(version.get("size") or 0)
+    got: Counter[tuple[str | None, str]] = Counter()
+    for t in usage.get("transfers") or []:
+        if t.get("direction") == "read" and t.get("route") == "cross_cloud":
+            got[(place_text(t.get("place")), str(t.get("version")))] += int(t.get("bytes") or 0)
+    out = []
+    for (place, version), nbytes in sorted(got.items(), key=str):
+        boxes = [r.box.id for r in f.replay.runs if r.box.place == place]
+        who = boxes[-1] if boxes else None
+        if (place, version) not in expected:
+            out.append(Violation("cross-cloud-reads", who, f"read {version} cross-cloud from "
+                                 f"{place or 'an unknown place'} ({nbytes} bytes), which no "
+                                 "relaunch there resumed from"))
+        elif nbytes > expected[(place, version)] * sizes[version]:
+            times = nbytes / max(1, sizes[version])
+            out.append(Violation("cross-cloud-reads", who, f"read {version} cross-cloud "
+                                 f"{times:.1f} times its size ({nbytes} bytes): more than the "
+                                 "one cross-cloud read of the hop"))
+    return out
+
+
+def _history(f: Facts) -> list[Violation]:
+    out = []
+    history = f.replay.history
+    for prev, cur in zip(history, history[1:], strict=False):
+        if cur.get("step", 0) <= prev.get("step", 0):
+            out.append(Violation("history", None, f"{cur.get('version')} is listed after "
+                                 f"{prev.get('version')}: steps do not increase"))
+        if (cur.get("epoch") or 0) < (prev.get("epoch") or 0):
+            out.append(Violation(
+                "history", f.epoch_box.get(cur.get("epoch")),
+                f"{cur.get('version')} (epoch {cur.get('epoch')}) follows {prev.get('version')} "
+                f"(epoch {prev.get('epoch')}): an older epoch wrote after a newer open"))
+    listed = {v.get("version"): v.get("epoch") for v in history}
+    committed = {c.reply.get("version"): c for c in f.commits}
+    for name, c in committed.items():
+        if name not in listed:
+            out.append(Violation("history", c.box, f"{name} was committed but is missing from "
+                                 "the history (clobbered?)"))
+        elif listed[name] != c.reply.get("epoch"):
+            out.append(Violation("history", c.box, f"{name} was committed at epoch "
+                                 f"{c.reply.get('epoch')} but is listed with {listed[name]}"))
+    for name in listed:
+        if name not in committed:
+            out.append(Violation("history", None, f"{name} is visible, yet no box's commit of it "
+                                 "succeeded"))
+    return out
+
+
+def _box_exit(f: Facts) -> list[Violation]:
+    out = []
+    runs = f.replay.runs
+    for i, run in enumerate(runs):
+        if run.timed_out:
+            out.append(Violation("box-exit", run.box.id, "ran over the timeout and was killed"))
+        elif run.preempted is None and run.returncode not in (0, None):
+            end = "the end of the scenario" if i == len(runs) - 1 else "its preemption"
+            out.append(Violation("box-exit", run.box.id, f"exited with {run.returncode} "
+                                 f"before {end} (see {run.log})"))
+    return out
+
+
+def check(replay: Replay, locations: frozenset[str] = DEFAULT_LOCATIONS) -> list[Violation]:
+    """Every violation of the replay, grouped by check in the order of ``CHECKS``."""
+    f = Facts(replay)
+    fresh = _fresh_start(f)
+    return [*fresh, *_not_resumed(f, {v.box for v in fresh if v.box}), *_zombie_write(f),
+            *_placement(f, locations), *_cross_cloud_reads(f), *_history(f), *_box_exit(f)]

@@ -1,0 +1,280 @@
+"""Run a command as each box of a scenario against a fresh emulator, preempting it.
+
+Each box gets a fresh working directory (nothing on local disk survives a preemption, as on
+a new spot box), ``SKYPILOT_CLUSTER_INFO`` for its place, the scenario's one
+``SKYPILOT_TASK_ID`` (SkyPilot keeps it across recoveries), ``SKYPILOT_NODE_RANK=0``, and an
+API URL that goes through the recording proxy. Boxes run one after another; a box preempted
+with ``mode: stop`` stays stopped (a zombie) until its ``resume_after`` is met, then gets
+SIGCONT and runs beside the newer box.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from .proxy import Call, Recorder, RecordingProxy
+from .scenario import Box, Scenario
+
+START_TIMEOUT = 30.0
+POLL = 0.05
+
+
+class HarnessError(RuntimeError):
+    """The scenario could not be run at all (emulator did not start, no artifact opened)."""
+
+
+@dataclass
+class BoxRun:
+    """What happened to one box's process."""
+
+    box: Box
+    log: Path
+    process: subprocess.Popen[bytes]
+    launched: float
+    ended: float | None = None
+    returncode: int | None = None
+    preempted: str | None = None
+    preempted_at: float | None = None
+    continued_at: float | None = None
+    timed_out: bool = False
+
+    def signal(self, sig: int) -> None:
+        """Signal the box's whole process group (the command may have children)."""
+        try:
+            os.killpg(self.process.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def poll(self) -> bool:
+        """True once the process has exited (and records when)."""
+        if self.returncode is None and self.process.poll() is not None:
+            self.returncode, self.ended = self.process.returncode, time.monotonic()
+        return self.returncode is not None
+
+
+@dataclass
+class Replay:
+    """Everything the checks look at: the boxes, the call log, and the service's final view."""
+
+    scenario: Scenario
+    runs: list[BoxRun]
+    calls: list[Call]
+    artifact: str
+    history: list[dict[str, Any]]
+    usage: dict[str, Any] | None
+    workdir: Path
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Emulator:
+    url: str
+    key: str
+    process: subprocess.Popen[str]
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def get(self, path: str, **params: str) -> requests.Response:
+        return requests.get(f"{self.url}/api/v1{path}", params=params, timeout=30,
+                            headers={"Authorization": f"Bearer {self.key}"})
+
+
+def start_emulator(data_dir: Path, extra: Sequence[str] = ()) -> Emulator:
+    """``python -m emulator serve --port 0``; parse the printed URL and key; wait for health."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "serve", "--host", "127.0.0.1", "--port", "0",
+         "--data-dir", str(data_dir), "--quiet", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=Path(__file__).resolve().parents[2])
+    assert proc.stdout is not None
+    url = key = ""
+    while not key:
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait()
+            raise HarnessError(f"the emulator exited ({proc.returncode}) before it listened")
+        if m := re.search(r"listening on (http://\S+)", line):
+            url = m.group(1)
+        if m := re.search(r"O41_ARTIFACTS_API_KEY=(\S+)", line):
+            key = m.group(1)
+    emu = Emulator(url, key, proc)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"{url}/_emulator/health", timeout=2).status_code == 200:
+                return emu
+        except requests.ConnectionError:
+            pass
+        time.sleep(POLL)
+    emu.stop()
+    raise HarnessError("the emulator never became healthy")
+
+
+def absolute_args(command: Sequence[str], cwd: Path) -> list[str]:
+    """Make arguments that name existing relative paths absolute (boxes run elsewhere)."""
+    return [str((cwd / a).resolve()) if not os.path.isabs(a) and (cwd / a).exists() else a
+            for a in command]
+
+
+class Runner:
+    """Launches, preempts and relaunches the boxes; one instance per replay."""
+
+    def __init__(self, scenario: Scenario, command: Sequence[str], workdir: Path, *,
+                 timeout: float, log: Callable[[str], None]) -> None:
+        self.scenario = scenario
+        self.command = absolute_args(command, Path.cwd())
+        self.workdir = workdir
+        self.timeout = timeout
+        self.log = log
+        self.task_id = f"sky-replay-{secrets.token_hex(4)}"
+        self.recorder = Recorder()
+        self.runs: list[BoxRun] = []
+
+    def env(self, box: Box, api_url: str, key: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SKYPILOT_", "O41_"))}
+        info = box.cluster_info()
+        if info is not None:
+            env["SKYPILOT_CLUSTER_INFO"] = json.dumps(info)
+        env.update(SKYPILOT_TASK_ID=self.task_id, SKYPILOT_NODE_RANK="0",
+                   O41_ARTIFACTS_API_URL=api_url, O41_ARTIFACTS_API_KEY=key,
+                   O41_REPLAY_BOX=box.id, PYTHONUNBUFFERED="1")
+        return env
+
+    def launch(self, box: Box, proxy: RecordingProxy, key: str) -> BoxRun:
+        home = self.workdir / f"box-{box.id}"
+        home.mkdir(parents=True, exist_ok=True)
+        log = self.workdir / f"box-{box.id}.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(self.command, cwd=home, env=self.env(box, proxy.api_url(box.id),
+                                    key), stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        self.log(f"launch {box.id} at {box.place or 'an unknown place'} (pid {proc.pid})")
+        return BoxRun(box, log, proc, time.monotonic())
+
+    def _zombies(self, now: float) -> None:
+        """SIGCONT stopped boxes whose ``resume_after`` is met; reap exited ones."""
+        for run in self.runs:
+            run.poll()
+            p = run.box.preempt
+            if run.preempted != "stop" or run.continued_at is not None or not p:
+                continue
+            after = p.resume_after
+            if after is None:
+                continue
+            due = (after.seconds is not None and now - (run.preempted_at or now) >= after.seconds
+                   or after.box is not None and any(r.box.id == after.box for r in self.runs)
+                   and self.recorder.checkpoints(after.box) >= after.checkpoints)
+            if due:
+                self._continue(run, now)
+
+    def _continue(self, run: BoxRun, now: float) -> None:
+        run.signal(signal.SIGCONT)
+        run.continued_at = now
+        self.log(f"SIGCONT {run.box.id}: the zombie runs again")
+
+    def supervise(self, run: BoxRun) -> None:
+        """Wait until ``run`` exits, is preempted, or times out; meanwhile mind the zombies."""
+        p = run.box.preempt
+        while True:
+            now = time.monotonic()
+            self._zombies(now)
+            if run.poll():
+                self.log(f"{run.box.id} exited with {run.returncode}")
+                return
+            done = self.recorder.checkpoints(run.box.id)
+            if p and (p.after_checkpoints is not None and done >= p.after_checkpoints
+                      or p.after_seconds is not None and now - run.launched >= p.after_seconds):
+                self.preempt(run, p.mode, done)
+                return
+            if now - run.launched > self.timeout:
+                run.timed_out = True
+                self.preempt(run, "kill", done)
+                return
+            self.recorder.wait(POLL)
+
+    def preempt(self, run: BoxRun, mode: str, done: int) -> None:
+        run.preempted, run.preempted_at = mode, time.monotonic()
+        if mode == "stop":
+            run.signal(signal.SIGSTOP)
+            self.log(f"SIGSTOP {run.box.id} after {done} checkpoints: it lives on as a zombie")
+            return
+        run.signal(signal.SIGKILL)
+        run.process.wait()
+        run.poll()
+        why = "timed out" if run.timed_out else f"after {done} checkpoints"
+        self.log(f"SIGKILL {run.box.id} {why}")
+
+    def finish(self) -> None:
+        """Continue zombies never continued, then wait (bounded) for every process to exit."""
+        for run in self.runs:
+            if run.preempted == "stop" and run.continued_at is None and not run.poll():
+                self._continue(run, time.monotonic())
+        deadline = time.monotonic() + self.timeout
+        while any(not r.poll() for r in self.runs) and time.monotonic() < deadline:
+            self.recorder.wait(POLL)
+        for run in self.runs:
+            if not run.poll():
+                run.timed_out = True
+                run.signal(signal.SIGKILL)
+                run.process.wait()
+                run.poll()
+                self.log(f"SIGKILL {run.box.id}: still running {self.timeout:.0f}s after the end")
+
+    def run(self, emulator: Emulator, artifact: str | None) -> Replay:
+        with RecordingProxy(emulator.url, self.recorder) as proxy:
+            try:
+                for box in self.scenario.boxes:
+                    run = self.launch(box, proxy, emulator.key)
+                    self.runs.append(run)
+                    self.supervise(run)
+                self.finish()
+            finally:
+                for run in self.runs:
+                    if not run.poll():
+                        run.signal(signal.SIGCONT)
+                        run.signal(signal.SIGKILL)
+                        run.process.wait()
+        calls = self.recorder.snapshot()
+        artifact = artifact or infer_artifact(calls)
+        return Replay(self.scenario, self.runs, calls, artifact,
+                      *final_view(emulator, artifact), workdir=self.workdir)
+
+
+def infer_artifact(calls: list[Call]) -> str:
+    """The one artifact the boxes opened (pass ``--artifact`` when there are several)."""
+    names = sorted({str(c.request.get("artifact")) for c in calls
+                    if c.op == "open" and c.request.get("artifact")})
+    if len(names) != 1:
+        raise HarnessError(f"the boxes opened {len(names)} artifacts ({', '.join(names) or 'none'})"
+                           "; name the one to check with --artifact")
+    return names[0]
+
+
+def final_view(emulator: Emulator, artifact: str) -> tuple[list[dict[str, Any]],
+                                                            dict[str, Any] | None]:
+    """The artifact's version history and usage, read straight from the service."""
+    resp = emulator.get("/versions/list", artifact=artifact)
+    history = resp.json().get("versions", []) if resp.status_code == 200 else []
+    usage = emulator.get("/usage/read", artifact=artifact)
+    return history, usage.json() if usage.status_code == 200 else None
