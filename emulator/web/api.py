@@ -37,7 +37,7 @@ def body() -> dict:
         raise PayloadTooLarge(f"request body over {limit} bytes")
     try:
         data = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         raise InvalidArgument("request body is not valid JSON") from None
     if not isinstance(data, dict):
         raise InvalidArgument("request body must be a JSON object")
