@@ -44,6 +44,12 @@ def place_text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _step(version: Any) -> int:
+    """``step-00000300`` -> 300 (-1 when malformed)."""
+    text = str(version or "")
+    return int(text[5:]) if text.startswith("step-") and text[5:].isdigit() else -1
+
+
 class Facts:
     """Indexes over the call log that several checks share."""
 
@@ -132,8 +138,9 @@ def _not_resumed(f: Facts, fresh: set[str]) -> list[Violation]:
             out.append(Violation("not-resumed", box, f"the open resumed from {got}, but the "
                                  f"latest committed before it was {want}"))
             continue
-        wrote = [c for c in f.of(box, *WRITES) if c.started > o.started]
-        early = [c for c in wrote if c.code in ("not_after_latest", "version_exists")]
+        wrote = [c for c in f.of(box, *WRITES) if c.request.get("token") == o.reply.get("token")]
+        early = [c for c in wrote if c.op == "write"
+                 and 0 <= _step(c.request.get("version")) <= int(expected.get("step") or 0)]
         if early:
             out.append(Violation("not-resumed", box, f"tried to write "
                                  f"{early[0].request.get('version')} at or before {got}, the step "

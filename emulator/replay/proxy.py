@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -48,14 +49,22 @@ class Call:
 class Recorder:
     """The call log, with a condition the runner waits on for checkpoint counts."""
 
-    def __init__(self) -> None:
+    def __init__(self, hook: Callable[[Call], None] | None = None) -> None:
         self.calls: list[Call] = []
         self.changed = threading.Condition()
+        self.hook = hook
 
     def add(self, call: Call) -> None:
+        """Record a call, then run the hook before the box gets its reply.
+
+        The runner preempts from the hook, so "after N checkpoints" is exact: the box is
+        stopped or killed once its Nth commit is durable and before it hears so.
+        """
         with self.changed:
             self.calls.append(call)
             self.changed.notify_all()
+        if self.hook is not None:
+            self.hook(call)
 
     def snapshot(self) -> list[Call]:
         with self.changed:

@@ -17,6 +17,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -148,8 +149,10 @@ class Runner:
         self.timeout = timeout
         self.log = log
         self.task_id = f"sky-replay-{secrets.token_hex(4)}"
-        self.recorder = Recorder()
+        self.recorder = Recorder(self.on_call)
         self.runs: list[BoxRun] = []
+        self.current: BoxRun | None = None
+        self.lock = threading.RLock()
 
     def env(self, box: Box, api_url: str, key: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SKYPILOT_", "O41_"))}
@@ -193,24 +196,40 @@ class Runner:
         run.continued_at = now
         self.log(f"SIGCONT {run.box.id}: the zombie runs again")
 
+    def on_call(self, call: Call) -> None:
+        """Proxy hook, before the box hears the reply: exact checkpoint-count triggers."""
+        if call.op != "commit" or not call.ok:
+            return
+        with self.lock:
+            self._zombies(time.monotonic())
+            run = self.current
+            p = run.box.preempt if run is not None else None
+            if (run is None or p is None or p.after_checkpoints is None or run.preempted
+                    or call.box != run.box.id):
+                return
+            done = self.recorder.checkpoints(run.box.id)
+            if done >= p.after_checkpoints:
+                self.preempt(run, p.mode, done)
+
     def supervise(self, run: BoxRun) -> None:
         """Wait until ``run`` exits, is preempted, or times out; meanwhile mind the zombies."""
         p = run.box.preempt
         while True:
-            now = time.monotonic()
-            self._zombies(now)
-            if run.poll():
-                self.log(f"{run.box.id} exited with {run.returncode}")
-                return
-            done = self.recorder.checkpoints(run.box.id)
-            if p and (p.after_checkpoints is not None and done >= p.after_checkpoints
-                      or p.after_seconds is not None and now - run.launched >= p.after_seconds):
-                self.preempt(run, p.mode, done)
-                return
-            if now - run.launched > self.timeout:
-                run.timed_out = True
-                self.preempt(run, "kill", done)
-                return
+            with self.lock:
+                now = time.monotonic()
+                self._zombies(now)
+                if run.preempted:
+                    return
+                if run.poll():
+                    self.log(f"{run.box.id} exited with {run.returncode}")
+                    return
+                if p and p.after_seconds is not None and now - run.launched >= p.after_seconds:
+                    self.preempt(run, p.mode, self.recorder.checkpoints(run.box.id))
+                    return
+                if now - run.launched > self.timeout:
+                    run.timed_out = True
+                    self.preempt(run, "kill", self.recorder.checkpoints(run.box.id))
+                    return
             self.recorder.wait(POLL)
 
     def preempt(self, run: BoxRun, mode: str, done: int) -> None:
@@ -227,11 +246,16 @@ class Runner:
 
     def finish(self) -> None:
         """Continue zombies never continued, then wait (bounded) for every process to exit."""
-        for run in self.runs:
-            if run.preempted == "stop" and run.continued_at is None and not run.poll():
-                self._continue(run, time.monotonic())
+        with self.lock:
+            self.current = None
+            for run in self.runs:
+                if run.preempted == "stop" and run.continued_at is None and not run.poll():
+                    self._continue(run, time.monotonic())
         deadline = time.monotonic() + self.timeout
-        while any(not r.poll() for r in self.runs) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            with self.lock:
+                if all(r.poll() for r in self.runs):
+                    break
             self.recorder.wait(POLL)
         for run in self.runs:
             if not run.poll():
@@ -245,8 +269,10 @@ class Runner:
         with RecordingProxy(emulator.url, self.recorder) as proxy:
             try:
                 for box in self.scenario.boxes:
-                    run = self.launch(box, proxy, emulator.key)
-                    self.runs.append(run)
+                    with self.lock:
+                        run = self.launch(box, proxy, emulator.key)
+                        self.runs.append(run)
+                        self.current = run
                     self.supervise(run)
                 self.finish()
             finally:
