@@ -14,7 +14,7 @@ from typing import Any
 import requests
 
 from .config import Place, Settings
-from .errors import ApiError, ServerError, TransportError, from_response
+from .errors import ServerError, TransportError, from_response
 
 DEFAULT_TIMEOUT = 30.0
 GET_ATTEMPTS = 3
@@ -108,4 +108,4 @@ class ApiClient:
         return body
 
 
-__all__ = ["ApiClient", "ApiError"]
+__all__ = ["ApiClient"]

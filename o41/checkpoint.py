@@ -169,3 +169,5 @@ def open(location: str, resume: str | None = None, *, settings: Settings | None 
                  run.epoch, run.fenced.get("holder"), run.fenced.get("epoch"))
     return run
 
+
+__all__ = ["Run", "open"]

@@ -127,3 +127,7 @@ class Settings:
 def redact_key(key: str) -> str:
     """Show enough of a key to recognise it in a message, never the whole secret."""
     return key if len(key) <= 8 else f"{key[:6]}…{key[-2:]}"
+
+
+__all__ = ["Place", "Settings", "holder_from_env", "normalize_api_url",
+           "place_from_cluster_info", "place_from_env", "redact_key"]

@@ -212,3 +212,10 @@ def from_response(status: int, body: Any) -> ApiError:
 
 CODES: tuple[str, ...] = tuple(_BY_CODE)
 """Every contract error code the client maps to its own class."""
+
+__all__ = [
+    "CODES", "ApiError", "ConfigError", "Conflict", "ExitCode", "Fenced", "Forbidden",
+    "HasCheckpoints", "Incomplete", "IntegrityError", "InvalidArgument", "NotAfterLatest",
+    "NotEmpty", "NotFound", "O41Error", "PayloadTooLarge", "ServerError", "TransportError",
+    "Unauthenticated", "VersionExists", "from_response",
+]

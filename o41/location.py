@@ -52,3 +52,6 @@ class Location:
     def __str__(self) -> str:
         tail = f"/{self.version}" if self.version else ""
         return f"{SCHEME}{self.artifact}{tail}"
+
+
+__all__ = ["Location", "version_name"]

@@ -66,3 +66,6 @@ class Version:
         """``cloud/region`` of the bucket holding this version, or ``?``."""
         loc = self.location or {}
         return f"{loc.get('cloud', '?')}/{loc.get('region', '?')}"
+
+
+__all__ = ["FileEntry", "Version"]

@@ -372,3 +372,7 @@ def _check_range(resp: requests.Response, entry: FileEntry, start: int, end: int
         raise _data_plane_error(f"GET {entry.name}", resp)
     raise TransportError(f"GET {entry.name}: HTTP {resp.status_code} for a ranged GET "
                          "(the server ignores Range)", status=resp.status_code)
+
+
+__all__ = ["LocalFile", "chunk_for", "collect", "download", "hash_files", "progress_bar",
+           "upload"]
