@@ -60,6 +60,14 @@ class Backend:
             conn = self._local.conn = db.connect(self.settings.db_path)
         return conn
 
+    def close(self) -> None:
+        """Close this thread's connection; the CLI must do so before gunicorn forks workers,
+        since SQLite's lock bookkeeping does not survive a fork (disk I/O errors follow)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
     def prepare_storage(self) -> None:
         """Create the buckets and reclaim partial uploads; run once per server start."""
         for loc in self.geography.locations.values():

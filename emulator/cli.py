@@ -129,7 +129,9 @@ def serve(
         if faults:
             settings = replace(settings, faults=settings.faults | frozenset(faults))
         try:
-            Backend(settings).prepare_storage()
+            prepared = Backend(settings)
+            prepared.prepare_storage()
+            prepared.close()
         except Exception as exc:  # a bad endpoint or data dir should say so, not trace back
             raise click.ClickException(f"cannot prepare storage: {exc}") from None
         sock = bind(host, port)
