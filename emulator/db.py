@@ -144,7 +144,8 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back already (e.g. on I/O errors)
+            conn.execute("ROLLBACK")
         raise
     else:
         conn.execute("COMMIT")
