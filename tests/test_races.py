@@ -9,6 +9,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tests.emulator_http import AWS, GCP, Box, Http
 
+THREADS, ROUNDS, CHECKPOINTS = 8, 24, 4
+
+
+class CountingHttp(Http):
+    """Counts every call, so the test can show it raced thousands of operations."""
+
+    calls = itertools.count()
+
+    def request(self, *args, **kwargs):
+        next(self.calls)
+        return super().request(*args, **kwargs)
+
 
 def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_factory, tmp_path,
                                                                        artifact):
@@ -17,16 +29,19 @@ def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_fact
     lock = threading.Lock()
     opens: list[tuple[float, int]] = []  # (time the open returned, epoch)
     accepted: list[tuple[float, int, str]] = []  # (time the commit was sent, epoch, version)
+    deadline = time.monotonic() + 120  # bounded in time as well as in count
 
     def worker(i: int) -> None:
-        http = Http(emu.url)
-        for round_ in range(6):
+        http = CountingHttp(emu.url)
+        for round_ in range(ROUNDS):
+            if time.monotonic() > deadline:
+                return
             box = Box(http, artifact, AWS if i % 2 else GCP, holder=f"w{i}-{round_}")
             r = box.open("latest")
             assert r.status == 200, r.body
             with lock:
                 opens.append((time.monotonic(), r.body["epoch"]))
-            for _ in range(3):
+            for _ in range(CHECKPOINTS):
                 with lock:
                     version = f"step-{next(steps):08d}"
                 files = {"m": version.encode()}
@@ -43,10 +58,11 @@ def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_fact
                 else:
                     assert c.code in ("fenced", "not_after_latest"), c.body
 
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(worker, range(8)))
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(worker, range(THREADS)))
 
-    assert accepted and len(opens) == 48
+    assert accepted and len(opens) == THREADS * ROUNDS
+    assert next(CountingHttp.calls) >= 1000  # thousands of racing operations, not a handful
     epochs = sorted(e for _, e in opens)
     assert epochs == list(range(1, len(opens) + 1))  # unique, no gaps: every open counted
     for sent, epoch, version in accepted:
