@@ -75,6 +75,24 @@ def test_download_resumes_across_runs_from_partial_file(data_server: FileServer,
     assert sorted(data_server.ranges)[0] == (5 * CHUNK, 6 * CHUNK - 1)
 
 
+def test_download_killed_mid_chunk_resumes_from_last_mark(data_server: FileServer,
+                                                          tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transfer, "BLOCK", 1024)
+    monkeypatch.setattr(transfer, "MARK", 1024)
+    data = blob(CHUNK)
+    e = entry(data_server, "w.bin", data)
+    data_server.cut_after, data_server.cuts_left = 3000, 1000  # every body is cut: run dies
+    with pytest.raises(TransportError):
+        download([e], tmp_path, chunk_size=CHUNK)
+    marks = (tmp_path / ("w.bin" + LOG_SUFFIX)).read_text().splitlines()[1:]
+    assert marks and marks[-1] == "0@10240"  # 5 requests x 2 whole blocks each
+    data_server.cuts_left, data_server.served, data_server.ranges = 0, 0, []
+    [path] = download([e], tmp_path, chunk_size=CHUNK)
+    assert path.read_bytes() == data
+    assert data_server.ranges == [(10240, CHUNK - 1)] and data_server.served == CHUNK - 10240
+
+
 def test_download_partial_of_another_version_is_discarded(data_server: FileServer,
                                                           tmp_path: Path) -> None:
     (tmp_path / ("w.bin" + PART_SUFFIX)).write_bytes(b"x" * CHUNK)
