@@ -117,8 +117,12 @@ class Run:
             by_holder, by_epoch = info.get("holder"), info.get("epoch")
         except (ApiError, TransportError):
             by_holder = by_epoch = None
-        who = (f"holder {by_holder!r} at epoch {by_epoch}" if by_holder or by_epoch
-               else "a newer open")
+        if by_holder is not None and by_holder == self.holder:
+            who = f"a newer launch of the same task (holder {by_holder!r}) at epoch {by_epoch}"
+        elif by_holder or by_epoch:
+            who = f"holder {by_holder!r} at epoch {by_epoch}"
+        else:
+            who = "a newer open"
         message = (f"{self.location}: {name} not saved: this run (holder {self.holder!r}, "
                    f"epoch {self.epoch}) was fenced by {who}")
         return Fenced(message, status=exc.status, artifact=self.artifact, epoch=self.epoch,

@@ -50,7 +50,8 @@ def test_good_trainer_passes_spot_hop(tmp_path: Path) -> None:
     assert "latest -> step-00000003 (cross-cloud)" in proc.stdout
     assert proc.stdout.count("PASS ") == 7
     zombie_log = (tmp_path / "work" / "box-A.log").read_text()
-    assert "fenced by holder" in zombie_log and "at epoch 2" in zombie_log
+    assert "fenced by a newer launch of the same task" in zombie_log
+    assert "at epoch 2" in zombie_log
 
 
 def test_fresh_every_launch_trainer_flagged_fresh_start(tmp_path: Path) -> None:
@@ -95,3 +96,16 @@ def test_bad_scenario_is_a_usage_error(tmp_path: Path, content: str, message: st
     scenario.write_text(content)
     proc, _ = replay(tmp_path, "train.py", scenario)
     assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_command_that_never_opens_is_killed_on_time_and_reported(tmp_path: Path) -> None:
+    scenario = tmp_path / "idle.yaml"
+    scenario.write_text("name: idle\nboxes:\n"
+                        "  - {id: A, place: aws/us-east-1, preempt: {after_seconds: 0.5}}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "emulator", "replay", str(scenario), "--workdir",
+         str(tmp_path / "work"), "--", sys.executable, "-c", "import time; time.sleep(60)"],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3
+    assert "SIGKILL A after 0 checkpoints" in proc.stderr
+    assert "opened 0 artifacts" in proc.stderr

@@ -168,10 +168,14 @@ class Runner:
         home = self.workdir / f"box-{box.id}"
         home.mkdir(parents=True, exist_ok=True)
         log = self.workdir / f"box-{box.id}.log"
+        env = self.env(box, proxy.api_url(box.id), key)
         with log.open("wb") as out:
-            proc = subprocess.Popen(self.command, cwd=home, env=self.env(box, proxy.api_url(box.id),
-                                    key), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                proc = subprocess.Popen(self.command, cwd=home, env=env, stdout=out,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+            except OSError as exc:
+                raise HarnessError(f"cannot run {self.command[0]!r}: {exc}") from None
         self.log(f"launch {box.id} at {box.place or 'an unknown place'} (pid {proc.pid})")
         return BoxRun(box, log, proc, time.monotonic())
 
