@@ -65,7 +65,7 @@ class Run:
         """Download ``version`` (default: ``resume_from``) into ``dest`` and verify it.
 
         Signed URLs that were rejected (expired during a long wait) are asked for once more;
-        the second download resumes from the chunks the first one finished.
+        the second download resumes from the bytes the first one wrote.
         """
         version = version or self.resume_from
         if version is None:

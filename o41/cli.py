@@ -42,12 +42,13 @@ def _api(settings: Settings) -> ApiClient:
     return ApiClient.from_settings(settings)
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
+def _size(n: float) -> str:
+    """Bytes in decimal units, as the price table counts them (GB = 10^9 bytes)."""
+    for unit in ("B", "KB", "MB"):
+        if n < 1000:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
-    raise AssertionError("unreachable")
+        n /= 1000
+    return f"{n:.1f} GB"
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
