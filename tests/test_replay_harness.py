@@ -70,15 +70,19 @@ def test_trainer_ignoring_fencing_flagged_zombie_write(tmp_path: Path) -> None:
     assert "re-opened the artifact after SIGCONT" in proc.stdout
 
 
-def test_boxes_without_location_log_the_fallback_warning(tmp_path: Path) -> None:
+def test_boxes_without_location_log_the_placement_warning(tmp_path: Path) -> None:
     scenario = tmp_path / "no-location.yaml"
     scenario.write_text(
         "name: no-location\nboxes:\n"
-        "  - {id: A, place: gcp/europe-west4, preempt: {after_checkpoints: 2}}\n"
+        "  - {id: A, place: gcp/us-central1, preempt: {after_checkpoints: 2}}\n"
         "  - {id: B, place: lambda/us-west-1, preempt: {after_checkpoints: 2}}\n"
         "  - {id: C, place: unknown}\n")
     proc, report = replay(tmp_path, "train.py", scenario)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line.split()[1]: line for line in proc.stdout.splitlines() if line[:1].isdigit()}
+    assert "-> gcp/europe-west4" in rows["A"]  # that cloud's default location
+    assert "-> aws/us-east-1" in rows["B"] and "-> aws/us-east-1" in rows["C"]  # the fallback
+    assert "WARNING" in (tmp_path / "work" / "box-A.log").read_text()
     assert "fallback" in (tmp_path / "work" / "box-B.log").read_text()
 
 
