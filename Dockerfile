@@ -1,13 +1,14 @@
-# The emulator as an image: the same install and start commands as the README.
+# The emulator as an image: the README's install and start commands, run as a non-root user.
+# tests/test_docker.py holds the two together, and runs this start command and HEALTHCHECK.
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY emulator emulator
 COPY conformance conformance
 COPY o41 o41
-RUN pip install --no-cache-dir . \
- && useradd --create-home --uid 10041 o41 \
- && mkdir /data && chown o41 /data
+RUN python3 -m venv .venv && .venv/bin/pip install --no-cache-dir .
+RUN useradd --create-home --uid 10041 o41 && mkdir /data && chown o41 /data
+ENV PATH=/app/.venv/bin:$PATH
 USER o41
 EXPOSE 8041
 VOLUME ["/data"]

@@ -14,7 +14,7 @@ from flask import Flask, Response, g, request
 from .backend import Backend
 from .config import Settings
 from .errors import Unavailable
-from .web import admin, api, dataplane, errors
+from .web import admin, api, dashboard, dataplane, errors, openapi
 
 log = logging.getLogger("o41.emulator")
 
@@ -53,6 +53,8 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
     app.register_blueprint(api.bp)
     app.register_blueprint(dataplane.bp)
     app.register_blueprint(admin.bp)
+    app.register_blueprint(dashboard.bp)
+    app.register_blueprint(openapi.bp)
     errors.register(app)
 
     @app.before_request

@@ -155,6 +155,50 @@ def serve(
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    from .cost import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@main.command()
+@click.option(
+    "--checkpoint-gb",
+    type=click.FloatRange(min=0, min_open=True),
+    required=True,
+    help="Size of one checkpoint in GB (10^9 bytes).",
+)
+@click.option("--every", required=True, callback=_duration,
+              help="Interval between checkpoints, e.g. 30m, 1h, 90s.")
+@click.option("--for", "for_", required=True, callback=_duration,
+              help="Length of the run, e.g. 7d, 12h, 1w.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="TOML file whose [prices] replace the defaults, as for serve.",
+)
+def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | None) -> None:
+    """Print what writing checkpoints costs by where they go, from the price table."""
+    from .cost import cost_table, render
+    from .prices import GB
+
+    settings = Settings(data_dir=Path("."))
+    if config_file is not None:
+        try:
+            settings = load_toml(settings, config_file)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--config") from None
+    try:
+        table = cost_table(settings.prices, round(checkpoint_gb * GB), every, for_)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(render(table))
+
+
 from .replay.command import replay  # noqa: E402 - the harness lives in emulator/replay/
 
 main.add_command(replay)

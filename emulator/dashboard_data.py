@@ -1,0 +1,205 @@
+"""What the dashboard shows, read from the emulator's database: no Flask, no HTML.
+
+The artifact view is a timeline of epochs (one per open, in order) holding the versions each
+holder committed, so fencing reads left to right: a lane is fenced once a later open exists,
+and uploads it never got to commit are shown where they were refused. The usage view reuses
+the API's own usage report, so the page and `GET /usage/read` cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .backend import Backend, iso, place_from_text
+from .keys import ANYONE
+from .locations import ROUTES
+from .usage import read_usage
+
+
+@dataclass
+class VersionMark:
+    """One committed checkpoint on the timeline."""
+
+    version: str
+    step: int
+    location: str
+    size: int
+    epoch: int
+    holder: str
+    placement: str  # local, default (PLACE-2) or fallback (PLACE-3)
+    created_at: str
+    read_cross_cloud_by: list[str] = field(default_factory=list)  # places that paid egress
+    forked_into: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Attempt:
+    """An upload never committed: `fenced` when a newer open exists, else still `uploading`."""
+
+    version: str
+    location: str
+    state: str
+
+
+@dataclass
+class Lane:
+    """One open of an artifact: its epoch, who held it from where, and what it wrote."""
+
+    epoch: int
+    holder: str
+    place: str | None
+    opened_at: str
+    fenced_by: int | None  # the next epoch, whose open fenced this holder
+    versions: list[VersionMark] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+
+
+@dataclass
+class ArtifactView:
+    name: str
+    epoch: int
+    holder: str | None
+    latest: str | None
+    versions: int
+    size: int
+    created_at: str
+    forked_from: str | None  # o41://project/name/step-XXXXXXXX
+    lanes: list[Lane]
+    forks: list[str] = field(default_factory=list)  # artifacts forked from this one
+
+    @property
+    def fenced_holders(self) -> list[str]:
+        return [lane.holder for lane in self.lanes if lane.fenced_by is not None]
+
+
+def _opened_at(value: object) -> str:
+    """Tokens keep the open's time as epoch seconds (as text); other tables keep ISO text."""
+    try:
+        return iso(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value or "")
+
+
+def artifacts(backend: Backend) -> list[ArtifactView]:
+    """Every artifact with its timeline of opens, versions, refused uploads and forks."""
+    conn = backend.conn()
+    cross_reads: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in conn.execute(
+        "SELECT artifact, version, place FROM transfers WHERE direction = 'read' "
+        "AND route = 'cross_cloud' ORDER BY place"
+    ):
+        cross_reads[(row["artifact"], row["version"])].append(row["place"] or "unknown place")
+    forks: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in conn.execute(
+        "SELECT name, forked_from_artifact, forked_from_version FROM artifacts "
+        "WHERE forked_from_artifact IS NOT NULL ORDER BY name"
+    ):
+        forks[(row["forked_from_artifact"], row["forked_from_version"])].append(row["name"])
+    lanes: dict[str, dict[int, Lane]] = defaultdict(dict)
+    for row in conn.execute("SELECT * FROM tokens ORDER BY artifact, epoch"):
+        lanes[row["artifact"]][row["epoch"]] = Lane(
+            row["epoch"], row["holder"], row["place"], _opened_at(row["created_at"]), None
+        )
+    for row in conn.execute(
+        "SELECT artifact, version, step, location, size, epoch, holder, placement, created_at "
+        "FROM versions ORDER BY artifact, step"
+    ):
+        mark = VersionMark(
+            row["version"], row["step"], row["location"], row["size"], row["epoch"],
+            row["holder"], row["placement"], row["created_at"],
+            cross_reads.get((row["artifact"], row["version"]), []),
+            forks.get((row["artifact"], row["version"]), []),
+        )
+        _lane(lanes[row["artifact"]], row["epoch"], row["holder"]).versions.append(mark)
+    out = []
+    for row in conn.execute("SELECT * FROM artifacts ORDER BY name"):
+        by_epoch = lanes[row["name"]]
+        for up in conn.execute(
+            "SELECT version, epoch, holder, location FROM uploads WHERE artifact = ? "
+            "AND state = 'open' ORDER BY step", (row["name"],)
+        ):
+            state = "fenced" if up["epoch"] < row["epoch"] else "uploading"
+            _lane(by_epoch, up["epoch"], up["holder"]).attempts.append(
+                Attempt(up["version"], up["location"], state)
+            )
+        ordered = [by_epoch[e] for e in sorted(by_epoch)]
+        for lane, newer in zip(ordered, ordered[1:], strict=False):
+            lane.fenced_by = newer.epoch
+        forked = None
+        if row["forked_from_artifact"]:
+            forked = f"o41://{row['forked_from_artifact']}/{row['forked_from_version']}"
+        latest = max((v for lane in ordered for v in lane.versions), key=lambda v: v.step,
+                     default=None)
+        out.append(ArtifactView(
+            row["name"], row["epoch"], row["holder"], latest.version if latest else None,
+            row["versions"], sum(v.size for lane in ordered for v in lane.versions),
+            row["created_at"], forked, ordered,
+            sorted({a for (src, _), names in forks.items() if src == row["name"] for a in names}),
+        ))
+    return out
+
+
+def _lane(by_epoch: dict[int, Lane], epoch: int, holder: str) -> Lane:
+    """The lane of `epoch`, made up when its token is gone (it never is, short of a wipe)."""
+    if epoch not in by_epoch:
+        by_epoch[epoch] = Lane(epoch, holder, None, "", None)
+    return by_epoch[epoch]
+
+
+@dataclass(frozen=True)
+class RouteUse:
+    route: str
+    write_bytes: int
+    read_bytes: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class Saving:
+    """Writes from one place that had no location there: what a location there would save."""
+
+    place: str | None  # None: boxes that did not say where they run
+    kind: str  # default (PLACE-2) or fallback (PLACE-3)
+    location: str
+    route: str
+    versions: int
+    bytes: int
+    saved_usd: float
+
+
+@dataclass(frozen=True)
+class UsageView:
+    routes: list[RouteUse]
+    total_cost_usd: float
+    savings: list[Saving]
+    transfers: list[dict]
+    prices: dict
+
+
+def usage(backend: Backend) -> UsageView:
+    """Bytes and cost by route, and where a new location pays, largest saving first."""
+    report = read_usage(backend, ANYONE, None)
+    routes = [
+        RouteUse(r, report["routes"][r]["write_bytes"], report["routes"][r]["read_bytes"],
+                 report["routes"][r]["cost_usd"])
+        for r in ROUTES
+    ]
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for p in report["placements"]:
+        place = f"{p['place']['cloud']}/{p['place']['region']}" if p["place"] else None
+        location = f"{p['location']['cloud']}/{p['location']['region']}"
+        groups[(place, p["kind"], location, p["route"])].append(p)
+    prices = backend.settings.prices
+    savings = []
+    for (place, kind, location, route), rows in groups.items():
+        nbytes = sum(r["bytes"] for r in rows)
+        box = place_from_text(place)
+        # A write leaves the box's cloud; with a location at the box it would be local: $0.
+        saved = prices.cost(nbytes, "write", route, location.split("/")[0],
+                            box.cloud if box else None)
+        savings.append(Saving(place, kind, location, route, sum(r["versions"] for r in rows),
+                              nbytes, saved))
+    savings.sort(key=lambda s: (-s.saved_usd, -s.bytes, s.place or ""))
+    transfers = sorted(report["transfers"], key=lambda t: (-t["cost_usd"], -t["bytes"]))
+    return UsageView(routes, report["total_cost_usd"], savings, transfers, report["prices"])
