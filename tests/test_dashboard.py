@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -177,3 +178,10 @@ def test_bar_chart_gives_empty_routes_no_bar():
     widths = {(b.route, b.direction): b.width for b in bars}
     assert widths[("local", "write")] == 0 and widths[("cross_cloud", "write")] == BAR_AREA
     assert widths[("cross_cloud", "read")] == BAR_AREA / 2 and height > 0
+
+
+@pytest.mark.parametrize("name", ["dashboard.png", "usage.png"])
+def test_docs_keep_a_screenshot_of_each_page(name):
+    # Refreshed by O41_UPDATE_SCREENSHOTS=1 pytest tests/test_dashboard_browser.py
+    png = (Path(__file__).resolve().parent.parent / "docs" / name).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000

@@ -17,7 +17,6 @@ import tomllib
 from pathlib import Path
 
 import click
-import pytest
 import yaml
 
 from emulator.cli import serve
@@ -170,9 +169,3 @@ def test_readme_ci_example_serves_then_tests_the_client_then_runs_conformance():
     assert serve_at < client < conformance
     assert f"--target {url}" in runs[conformance]
     assert job["env"]["O41_ARTIFACTS_API_URL"] == f"{url}/api/v1"
-
-
-@pytest.mark.parametrize("name", ["dashboard.png", "usage.png"])
-def test_docs_keep_a_screenshot_of_each_page(name):
-    png = (ROOT / "docs" / name).read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
