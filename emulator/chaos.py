@@ -37,6 +37,7 @@ class ChaosRule:
     status: int = 503  # 0: no error, only latency or a cut body
     latency_ms: int = 0
     cut_after_bytes: int | None = None  # data/get only: the body stops after this many bytes
+    times: int | None = None  # fire at most this many times (deterministic client tests)
 
     def matches(self, operation: str) -> bool:
         return self.operation in ("*", operation)
@@ -61,9 +62,10 @@ def parse_rules(raw: object) -> list[ChaosRule]:
             raise InvalidArgument("status must be 0 or an HTTP error status")
         if not isinstance(rule.latency_ms, int) or not 0 <= rule.latency_ms <= 60_000:
             raise InvalidArgument("latency_ms must be 0..60000")
-        cut = rule.cut_after_bytes
-        if cut is not None and (not isinstance(cut, int) or cut < 0):
-            raise InvalidArgument("cut_after_bytes must be a non-negative integer")
+        for name in ("cut_after_bytes", "times"):
+            value = getattr(rule, name)
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise InvalidArgument(f"{name} must be a non-negative integer")
         rules.append(rule)
     return rules
 
@@ -99,7 +101,21 @@ class Chaos:
 
     def effect(self, conn: sqlite3.Connection, operation: str) -> Effect | None:
         """What chaos does to this call, decided by each matching rule's coin."""
-        for rule in self.rules(conn):
-            if rule.matches(operation) and random.random() < rule.probability:
-                return Effect(rule.status, rule.latency_ms, rule.cut_after_bytes)
+        for index, rule in enumerate(self.rules(conn)):
+            if not rule.matches(operation) or random.random() >= rule.probability:
+                continue
+            if rule.times is not None and not self._spend(conn, index):
+                continue
+            return Effect(rule.status, rule.latency_ms, rule.cut_after_bytes)
         return None
+
+    def _spend(self, conn: sqlite3.Connection, index: int) -> bool:
+        """Use one of a counted rule's firings, in a transaction shared by every worker."""
+        with db.transaction(conn):
+            row = conn.execute("SELECT value FROM meta WHERE name = 'chaos'").fetchone()
+            rules = json.loads(row[0]) if row else []
+            if index >= len(rules) or not rules[index].get("times"):
+                return False
+            rules[index]["times"] -= 1
+            conn.execute("UPDATE meta SET value = ? WHERE name = 'chaos'", (json.dumps(rules),))
+        return True

@@ -1,9 +1,13 @@
 """HTTP calls to the Artifacts API (``/api/v1``), one method per operation.
 
 Methods take and return plain Python values (dicts from the JSON replies); error replies
-become the classes of ``o41.errors`` and network failures ``TransportError``. Reads are
-retried a few times on connection errors and 5xx; opens, writes and commits are not, since
-repeating them is not harmless (an open bumps the epoch).
+become the classes of ``o41.errors`` and network failures ``TransportError``.
+
+Transient failures are retried with backoff: reads on any connection error or 5xx; opens,
+writes and commits on connection errors and 502/503/504. Repeating those is safe here: a
+repeated open only fences the epoch the lost reply carried, a repeated write reserves a new
+upload, and a repeated commit that finds ``version_exists`` checks whether the version is
+its own (same epoch), i.e. whether the first attempt landed and only its reply was lost.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from typing import Any
 import requests
 
 from .config import Place, Settings
-from .errors import ServerError, TransportError, from_response
+from .errors import ServerError, TransportError, VersionExists, from_response
 
 DEFAULT_TIMEOUT = 30.0
-GET_ATTEMPTS = 3
+ATTEMPTS = 6
+TRANSIENT = frozenset({502, 503, 504})
 
 
 class ApiClient:
@@ -50,10 +55,24 @@ class ApiClient:
         body = {"artifact": artifact, "token": token, "version": version, "files": files}
         return self._call("POST", "/versions/write", json=body)
 
-    def commit(self, artifact: str, token: str, upload: str) -> dict[str, Any]:
-        """``POST /versions/commit``: make an uploaded version visible."""
+    def commit(self, artifact: str, token: str, upload: str, *, version: str | None = None,
+               epoch: int | None = None) -> dict[str, Any]:
+        """``POST /versions/commit``: make an uploaded version visible.
+
+        With ``version`` and ``epoch``, a retried commit that meets ``version_exists`` reads
+        the version: when it carries this epoch, the first attempt landed and it is returned.
+        """
         body = {"artifact": artifact, "token": token, "upload": upload}
-        return self._call("POST", "/versions/commit", json=body)
+        attempts: list[int] = []
+        try:
+            return self._call("POST", "/versions/commit", json=body, attempts=attempts)
+        except VersionExists:
+            if len(attempts) < 2 or version is None or epoch is None:
+                raise
+            existing = self.read_version(artifact, version)
+            if existing.get("epoch") != epoch:
+                raise
+            return existing
 
     def read_version(self, artifact: str, version: str = "latest", *, urls: bool = False,
                      place: Place | None = None) -> dict[str, Any]:
@@ -78,15 +97,20 @@ class ApiClient:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        attempts = GET_ATTEMPTS if method == "GET" else 1
-        for attempt in range(1, attempts + 1):
+    def _call(self, method: str, path: str, *, attempts: list[int] | None = None,
+              **kwargs: Any) -> Any:
+        """One operation, retried while it fails transiently; `attempts` records the tries."""
+        for attempt in range(1, ATTEMPTS + 1):
+            if attempts is not None:
+                attempts.append(attempt)
             try:
                 return self._once(method, path, **kwargs)
-            except (TransportError, ServerError):
-                if attempt == attempts:
+            except (TransportError, ServerError) as exc:
+                status = getattr(exc, "status", None)
+                transient = method == "GET" or status is None or status in TRANSIENT
+                if attempt == ATTEMPTS or not transient:
                     raise
-                time.sleep(0.2 * 2**attempt)
+                time.sleep(min(2.0, 0.05 * 2**attempt))
         raise AssertionError("unreachable")
 
     def _once(self, method: str, path: str, **kwargs: Any) -> Any:

@@ -97,7 +97,8 @@ class Run:
                                             [f.declaration() for f in local])
             upload(local, {f["name"]: f["url"] for f in ticket["files"]},
                    workers=self.workers, progress=self.progress)
-            committed = self.api.commit(self.artifact, self.token, ticket["upload"])
+            committed = self.api.commit(self.artifact, self.token, ticket["upload"],
+                                        version=name, epoch=self.epoch)
         except Fenced as exc:
             raise self._explain_fenced(exc, name) from None
         version = Version.from_json(committed)

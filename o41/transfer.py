@@ -203,6 +203,9 @@ def upload(files: list[LocalFile], urls: Mapping[str, str], *, workers: int = WO
                     raise TransportError(f"PUT {item.name}: {exc}") from exc
                 time.sleep(0.1 * attempt)
                 continue
+            if resp.status_code in (502, 503, 504) and attempt < RETRIES:
+                time.sleep(0.1 * attempt)  # a transient refusal: nothing was stored
+                continue
             if resp.status_code >= 400:
                 raise _data_plane_error(f"PUT {item.name}", resp)
             return

@@ -53,3 +53,13 @@ def test_chaos_cuts_download_mid_body_and_meters_only_what_was_sent(live_factory
     assert requests.get(url, timeout=10).content == data
     reads = [t for t in box.usage().body["transfers"] if t["direction"] == "read"]
     assert reads[0]["bytes"] == 1000 + len(data)
+
+
+def test_counted_chaos_rule_fires_exactly_that_many_times(http, artifact):
+    box = Box(http, artifact, AWS)
+    box.open()
+    box.checkpoint("step-00000001")
+    set_chaos(http, [{"operation": "versions/read", "times": 2}])
+    assert [box.read().status for _ in range(4)] == [503, 503, 200, 200]
+    rules = http.request("GET", "/_emulator/chaos", key=None).body["rules"]
+    assert rules[0]["times"] == 0
