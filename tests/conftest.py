@@ -88,6 +88,7 @@ class LiveEmulator:
             [sys.executable, "-m", "emulator", "serve", "--port", "0", "--quiet", *args],
             stdout=subprocess.PIPE, stderr=self.stderr, text=True,
             env={**os.environ, **(env or {})},
+            start_new_session=True,  # its own process group, so `kill` takes every worker
         )
         assert self.proc.stdout is not None
         self.lines = [self.proc.stdout.readline() for _ in range(3)]
@@ -104,7 +105,7 @@ class LiveEmulator:
 
         import requests
 
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # generous: CI machines can be loaded
         while time.monotonic() < deadline:
             try:
                 if requests.get(self.url + "/_emulator/health", timeout=1).status_code == 200:
@@ -117,7 +118,15 @@ class LiveEmulator:
         self.stderr.seek(0)
         return self.stderr.read()
 
+    def kill(self) -> None:
+        """Stop at once (gunicorn's graceful stop takes over a second)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.stop()
+
     def stop(self) -> None:
+        """Stop as a user does (SIGTERM), which also removes a temporary data dir."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -132,13 +141,17 @@ class LiveEmulator:
 
 @pytest.fixture
 def live_factory(tmp_path: Path) -> Iterator:
+    """Start served emulators; each gets a data dir under tmp_path unless it names one
+    (`temporary=True` keeps the CLI's own temporary dir)."""
     started: list[LiveEmulator] = []
 
-    def start(*args: str, env: dict | None = None) -> LiveEmulator:
+    def start(*args: str, env: dict | None = None, temporary: bool = False) -> LiveEmulator:
+        if "--data-dir" not in args and not temporary:
+            args = (*args, "--data-dir", str(tmp_path / f"live-{len(started)}"))
         emu = LiveEmulator(list(args), env)
         started.append(emu)
         return emu
 
     yield start
     for emu in started:
-        emu.stop()
+        emu.kill()

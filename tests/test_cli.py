@@ -32,7 +32,7 @@ def test_committed_versions_survive_restart_on_same_data_dir(live_factory, tmp_p
 
 
 def test_temporary_data_dir_is_removed_at_exit(live_factory):
-    emu = live_factory()
+    emu = live_factory(temporary=True)
     data_line = emu.errors()
     emu.stop()
     path = data_line.split("data in ")[1].split(" (temporary)")[0]
