@@ -1,0 +1,222 @@
+"""Multi-request steps (checkpoint, download) and the response checks every test shares.
+
+Each check names the rule it enforces, so a failing step reports the broken rule id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from conformance.client import Client, Reply
+from conformance.model import FileSpec, Place
+from conformance.rules import RuleViolation, check
+
+__all__ = [
+    "Box",
+    "Upload",
+    "commit_ok",
+    "expect_outcome",
+    "open_box",
+    "checkpoint",
+    "download",
+    "expect_error",
+    "expect_ok",
+    "file_specs",
+    "make_files",
+    "ranges",
+    "sha256",
+    "start_upload",
+    "tampered_url",
+]
+
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def make_files(sizes: Mapping[str, int], seed: int = 0) -> dict[str, bytes]:
+    """Deterministic pseudo-random file contents (reproducible from the seed)."""
+    rng = random.Random(seed)
+    return {name: rng.randbytes(size) for name, size in sizes.items()}
+
+
+def file_specs(files: Mapping[str, bytes]) -> list[FileSpec]:
+    return [FileSpec(name, len(data), sha256(data)) for name, data in files.items()]
+
+
+def expect_ok(reply: Reply, rule: str, what: str) -> dict[str, Any]:
+    """A 2xx with a JSON object body, else a violation of ``rule``."""
+    check(reply.ok, rule, f"{what}: expected success, got {reply.brief()}")
+    check(isinstance(reply.body, dict), rule, f"{what}: the body is not a JSON object")
+    return reply.body
+
+
+def expect_error(reply: Reply, status: int, code: str, rule: str, what: str) -> None:
+    """The contract's error shape with this status and code, else a violation of ``rule``."""
+    if reply.status != status or reply.code != code:
+        raise RuleViolation(rule, f"{what}: expected {status} {code}, got {reply.brief()}")
+    message = reply.body["error"].get("message")
+    check(isinstance(message, str) and message, rule, f"{what}: error without a message")
+
+
+@dataclass
+class Upload:
+    """A started upload: the write's reply and, when it was accepted, the upload id."""
+
+    write: Reply
+    files: dict[str, bytes]
+
+    @property
+    def upload_id(self) -> str | None:
+        return str(self.write.body["upload"]) if self.write.ok else None
+
+
+def start_upload(
+    api: Client,
+    artifact: str,
+    token: str,
+    version: str,
+    files: Mapping[str, bytes],
+    *,
+    put: bool = True,
+) -> Upload:
+    """``/versions/write`` then, if accepted and ``put``, PUT every file to its URL."""
+    specs = [f.as_json() for f in file_specs(files)]
+    reply = api.write(artifact, token, version, specs)
+    up = Upload(reply, dict(files))
+    if reply.ok and put:
+        body = expect_ok(reply, "VER-4", "write")
+        urls = {f["name"]: f["url"] for f in body.get("files", [])}
+        check(set(urls) == set(files), "VER-4", f"write returned URLs for {sorted(urls)}")
+        for name, data in files.items():
+            res = api.put(urls[name], data)
+            check(res.ok, "VER-4", f"PUT of {name} ({len(data)} bytes) got {res.status}")
+    return up
+
+
+def checkpoint(
+    api: Client, artifact: str, token: str, version: str, files: Mapping[str, bytes]
+) -> Reply:
+    """Write, upload and commit one version; the commit's reply (or the refused write's)."""
+    up = start_upload(api, artifact, token, version, files)
+    if up.upload_id is None:
+        return up.write
+    return api.commit(artifact, token, up.upload_id)
+
+
+def tampered_url(url: str) -> str:
+    """The URL with one character of its signature (its longest query value, else the path)
+    changed. The third-last character is used: in base64 the last one may carry only
+    ignored padding bits, so changing it need not change the signature at all."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+
+    def flip(text: str) -> str:
+        i = max(0, len(text) - 3)
+        return text[:i] + ("1" if text[i : i + 1] == "0" else "0") + text[i + 1 :]
+
+    if not query:
+        return urlunsplit(parts._replace(path=flip(parts.path)))
+    i = max(range(len(query)), key=lambda j: len(query[j][1]))
+    query[i] = (query[i][0], flip(query[i][1]))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def ranges(size: int, parts: int) -> list[tuple[int, int]]:
+    """Split ``size`` bytes into at most ``parts`` inclusive ranges."""
+    parts = max(1, min(parts, size))
+    step = -(-size // parts)
+    return [(a, min(a + step, size) - 1) for a in range(0, size, step)]
+
+
+def _get_range(api: Client, url: str, a: int, b: int, size: int) -> bytes:
+    res = api.fetch(url, byte_range=(a, b))
+    check(res.status == 206, "READ-3", f"GET Range bytes={a}-{b} got {res.status}, not 206")
+    m = _CONTENT_RANGE.fullmatch(res.headers.get("Content-Range", ""))
+    check(
+        m is not None and (int(m[1]), int(m[2])) == (a, b) and m[3] in (str(size), "*"),
+        "READ-3",
+        f"Range bytes={a}-{b} of {size} answered Content-Range "
+        f"{res.headers.get('Content-Range')!r}",
+    )
+    check(len(res.content) == b - a + 1, "READ-3", f"Range bytes={a}-{b} sent {len(res.content)}")
+    return res.content
+
+
+def download(api: Client, version: Mapping[str, Any], parts: int = 1) -> dict[str, bytes]:
+    """Fetch every file of a Version-with-urls: one plain GET each, or ``parts`` parallel
+    ranged GETs reassembled (the page's cross-cloud resume); checks sizes and sha256."""
+    out: dict[str, bytes] = {}
+    for f in version["files"]:
+        name, size, url = f["name"], int(f["size"]), f.get("url")
+        check(url, "READ-2", f"file {name} of {version.get('version')} has no url")
+        if parts <= 1 or size == 0:
+            res = api.fetch(url)
+            check(res.status == 200, "READ-2", f"plain GET of {name} got {res.status}")
+            data, rule = res.content, "READ-2"
+        else:
+            spans = ranges(size, parts)
+            with ThreadPoolExecutor(max_workers=min(len(spans), 8)) as pool:
+                futures = [pool.submit(_get_range, api, url, a, b, size) for a, b in spans]
+                chunks = [fut.result() for fut in futures]
+            data, rule = b"".join(chunks), "READ-3"
+        check(len(data) == size, rule, f"{name}: got {len(data)} bytes, version says {size}")
+        check(sha256(data) == f["sha256"], rule, f"{name}: bytes do not match the sha256")
+        out[name] = data
+    return out
+
+
+@dataclass
+class Box:
+    """One training box: its holder id, place, and the token and epoch of its open."""
+
+    holder: str
+    artifact: str
+    place: Place | None
+    token: str
+    epoch: int
+    opened: dict[str, Any]
+
+
+def open_box(
+    api: Client,
+    artifact: str,
+    holder: str,
+    place: Place | str | None = None,
+    resume: str | None = "latest",
+    rule: str = "OPEN-1",
+) -> Box:
+    """Open ``artifact`` for ``holder``; a violation of ``rule`` unless it succeeds."""
+    if isinstance(place, str):
+        place = Place.parse(place)
+    body = expect_ok(api.open(artifact, resume, place, holder), rule, f"open by {holder}")
+    check(isinstance(body.get("token"), str), rule, f"open returned token {body.get('token')!r}")
+    check(isinstance(body.get("epoch"), int), rule, f"open returned epoch {body.get('epoch')!r}")
+    return Box(holder, artifact, place, body["token"], body["epoch"], body)
+
+
+def commit_ok(
+    api: Client, box: Box, version: str, files: Mapping[str, bytes], rule: str = "VER-4"
+) -> dict[str, Any]:
+    """Checkpoint ``version`` from ``box``; a violation of ``rule`` unless it commits."""
+    reply = checkpoint(api, box.artifact, box.token, version, files)
+    return expect_ok(reply, rule, f"checkpoint {version} by {box.holder}")
+
+
+def expect_outcome(
+    reply: Reply, expected: tuple[int, str, str] | None, ok_rule: str, what: str
+) -> dict[str, Any] | None:
+    """Success (checked under ``ok_rule``) or the expected (status, code, rule) error."""
+    if expected is None:
+        return expect_ok(reply, ok_rule, what)
+    expect_error(reply, expected[0], expected[1], expected[2], what)
+    return None

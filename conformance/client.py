@@ -1,0 +1,257 @@
+"""The suite's own small HTTP client for the contract, on ``requests``.
+
+It never raises on an HTTP status: every call returns a :class:`Reply` so tests can assert
+the status and the error code themselves. Each call is also logged to a :class:`Trail`,
+which becomes the "steps" of a failure in the report. No connection is kept between calls
+(plain ``requests.request``), so nothing needs closing and parallel ranged GETs are safe.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from conformance.model import Place
+
+__all__ = ["Client", "Reply", "Trail", "normalize_base", "parse_time"]
+
+_UNSET: Any = object()
+
+
+def normalize_base(target: str) -> str:
+    """Accept a target with or without the ``/api/v1`` suffix; return the API base."""
+    base = target.rstrip("/")
+    return base if base.endswith("/api/v1") else base + "/api/v1"
+
+
+def parse_time(value: Any) -> float | None:
+    """A timestamp from a response (ISO 8601 string or epoch seconds) as epoch seconds."""
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+class Trail:
+    """The last requests of one test, one line each, to replay a failure by hand."""
+
+    def __init__(self, maxlen: int = 60) -> None:
+        self.lines: deque[str] = deque(maxlen=maxlen)
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self.lines))
+
+
+@dataclass
+class Reply:
+    """One HTTP exchange: what was asked, and status, JSON body, headers and bytes back."""
+
+    method: str
+    target: str
+    status: int
+    body: Any
+    headers: dict[str, str]
+    content: bytes = b""
+    request: Any = None
+    received_at: float = field(default_factory=time.time)
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def code(self) -> str | None:
+        """The error code of a contract error body, else None."""
+        try:
+            return str(self.body["error"]["code"])
+        except (KeyError, TypeError):
+            return None
+
+    @property
+    def server_time(self) -> float:
+        """The server's clock at the reply (its Date header), else ours."""
+        try:
+            return parsedate_to_datetime(self.headers["Date"]).timestamp()
+        except (KeyError, TypeError, ValueError):
+            return self.received_at
+
+    def brief(self) -> str:
+        """One line: the status and the interesting part of the body."""
+        if self.code is not None:
+            return f"{self.status} {self.code}"
+        if isinstance(self.body, dict):
+            keys = ("epoch", "version", "upload", "latest", "code")
+            bits = [f"{k}={self.body[k]!r}" for k in keys if k in self.body]
+            return f"{self.status} " + " ".join(bits)
+        return f"{self.status} ({len(self.content)} bytes)"
+
+    def line(self) -> str:
+        req = ""
+        if self.request is not None:
+            req = " " + json.dumps(self.request, sort_keys=True, default=str)[:240]
+        return f"{self.method} {self.target}{req} -> {self.brief()}"
+
+
+class Client:
+    """Calls ``{base}/...`` with ``Authorization: Bearer <key>``; fetches signed URLs bare."""
+
+    def __init__(
+        self,
+        base: str,
+        key: str | None,
+        *,
+        trail: Trail | None = None,
+        timeout: float = 60.0,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.base = normalize_base(base)
+        self.key = key
+        self.trail = trail if trail is not None else Trail()
+        self.timeout = timeout
+        self.headers = dict(headers or {})
+
+    def with_key(self, key: str | None) -> Client:
+        """The same target and trail with another key (None: no Authorization header)."""
+        return Client(self.base, key, trail=self.trail, timeout=self.timeout)
+
+    def with_headers(self, headers: dict[str, str]) -> Client:
+        """The same client sending extra headers on every API call (e.g. bad credentials)."""
+        return Client(self.base, self.key, trail=self.trail, timeout=self.timeout, headers=headers)
+
+    # --- control plane -------------------------------------------------------------
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = _UNSET,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        """One API call; ``path`` is relative to the base, e.g. ``/artifacts/open``."""
+        hdrs = {**self.headers, **(headers or {})}
+        if self.key is not None and "Authorization" not in hdrs:
+            hdrs["Authorization"] = f"Bearer {self.key}"
+        kwargs: dict[str, Any] = {"params": params, "headers": hdrs, "timeout": self.timeout}
+        if body is not _UNSET:
+            kwargs["json"] = body
+        resp = requests.request(method, self.base + path, **kwargs)
+        try:
+            parsed: Any = resp.json()
+        except ValueError:
+            parsed = None
+        shown = path
+        if params:
+            shown += "?" + "&".join(f"{k}={v}" for k, v in params.items() if v is not None)
+        reply = Reply(
+            method,
+            shown,
+            resp.status_code,
+            parsed,
+            dict(resp.headers),
+            resp.content,
+            None if body is _UNSET else body,
+        )
+        self.trail.add(reply.line())
+        return reply
+
+    def open(
+        self,
+        artifact: str,
+        resume: str | None = "latest",
+        place: Place | str | None = None,
+        holder: str | None = None,
+    ) -> Reply:
+        if isinstance(place, str):
+            place = Place.parse(place)
+        body: dict[str, Any] = {
+            "artifact": artifact,
+            "resume": resume,
+            "place": place.as_json() if place else None,
+        }
+        if holder is not None:
+            body["holder"] = holder
+        return self.call("POST", "/artifacts/open", body=body)
+
+    def write(self, artifact: str, token: str, version: str, files: list[dict[str, Any]]) -> Reply:
+        body = {"artifact": artifact, "token": token, "version": version, "files": files}
+        return self.call("POST", "/versions/write", body=body)
+
+    def commit(self, artifact: str, token: str, upload: str) -> Reply:
+        body = {"artifact": artifact, "token": token, "upload": upload}
+        return self.call("POST", "/versions/commit", body=body)
+
+    def read(
+        self,
+        artifact: str,
+        version: str | None = "latest",
+        *,
+        urls: bool = False,
+        place: Place | str | None = None,
+    ) -> Reply:
+        params: dict[str, Any] = {"artifact": artifact, "urls": "1" if urls else "0"}
+        if version is not None:
+            params["version"] = version
+        if place is not None:
+            params["place"] = str(place)
+        return self.call("GET", "/versions/read", params=params)
+
+    def list(self, artifact: str) -> Reply:
+        return self.call("GET", "/versions/list", params={"artifact": artifact})
+
+    def artifact(self, artifact: str) -> Reply:
+        return self.call("GET", "/artifacts/read", params={"artifact": artifact})
+
+    def usage(self, artifact: str | None = None) -> Reply:
+        return self.call("GET", "/usage/read", params={"artifact": artifact} if artifact else None)
+
+    # --- data plane ----------------------------------------------------------------
+
+    def absolute(self, url: str) -> str:
+        """Signed URLs may be relative to the target's origin."""
+        return urljoin(self.base, url)
+
+    def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        byte_range: tuple[int, int] | None = None,
+        data: bytes | None = None,
+    ) -> Reply:
+        """A plain request to a signed URL: no Authorization header, as the page's snippet."""
+        headers = {}
+        if byte_range is not None:
+            headers["Range"] = f"bytes={byte_range[0]}-{byte_range[1]}"
+        full = self.absolute(url)
+        resp = requests.request(method, full, headers=headers, data=data, timeout=self.timeout)
+        split = urlsplit(full)
+        shown = split.path + (f" {headers['Range']}" if headers else "")
+        if data is not None:
+            shown += f" ({len(data)} bytes)"
+        parsed: Any = None
+        if resp.status_code >= 400 and "json" in resp.headers.get("Content-Type", ""):
+            try:
+                parsed = resp.json()
+            except ValueError:
+                parsed = None
+        reply = Reply(method, shown, resp.status_code, parsed, dict(resp.headers), resp.content)
+        self.trail.add(reply.line())
+        return reply
+
+    def put(self, url: str, data: bytes) -> Reply:
+        return self.fetch(url, method="PUT", data=data)

@@ -1,0 +1,350 @@
+"""Replays a :class:`~conformance.scenarios.Scenario` against the target, step by step.
+
+Each expectation is charged to a rule (the step's ``rule``, else the one the key and the
+expected error code imply). On failure the steps replayed so far are attached to the
+exception as notes: the report's "shortest failing sequence" of a scenario.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from conformance.actions import Box, download, expect_error, expect_ok, start_upload
+from conformance.client import Client, Reply
+from conformance.env import Env
+from conformance.model import Place
+from conformance.rules import RuleViolation, check
+from conformance.scenarios import STATUS_OF, Scenario, Step, parse_size
+
+__all__ = ["ScenarioRunner"]
+
+_ALIAS = re.compile(r"\{([\w-]+)\}")
+_ROUTE_RULE = {"local": "PLACE-1", "inter_region": "PLACE-2", "cross_cloud": "PLACE-3"}
+_WARNING_RULE = {"none": "PLACE-1", "default": "PLACE-2", "fallback": "PLACE-3"}
+_CODE_RULE = {
+    "has_checkpoints": "OPEN-3",
+    "not_empty": "FORK-1",
+    "fenced": "FENCE-2",
+    "version_exists": "VER-2",
+    "not_after_latest": "VER-3",
+    "incomplete": "VER-4",
+    "forbidden": "AUTH-2",
+    "unauthenticated": "AUTH-1",
+    "payload_too_large": "VER-4",
+}
+_OK_RULE = {
+    "open": "OPEN-1",
+    "race_open": "FENCE-1",
+    "checkpoint": "VER-4",
+    "upload": "VER-4",
+    "commit": "VER-4",
+    "read": "READ-1",
+    "list": "READ-1",
+    "artifact": "READ-1",
+}
+
+
+def _place(value: Any) -> Place | None:
+    return None if value is None else Place.parse(str(value))
+
+
+class ScenarioRunner:
+    """State of one replay: artifact aliases, boxes, pending uploads, committed bytes."""
+
+    def __init__(self, env: Env, api: Client) -> None:
+        self.env, self.api = env, api
+        self.aliases: dict[str, str] = {}
+        self.boxes: dict[str, Box] = {}
+        self.holders: dict[str, str] = {}
+        self.epochs: dict[str, int] = {}
+        self.uploads: dict[str, tuple[str, str]] = {}
+        self.pending: dict[str, tuple[str, dict[str, bytes], Reply]] = {}
+        self.committed: dict[tuple[str, str], dict[str, bytes]] = {}
+        self.log: list[str] = []
+
+    def run(self, scenario: Scenario) -> None:
+        for step in scenario.steps:
+            self.log.append(f"{step.index}. {step.text}")
+            try:
+                getattr(self, f"_do_{step.action}")(step)
+            except RuleViolation as exc:
+                exc.add_note(f"scenario {scenario.name}, failing at step {step.index}:")
+                for line in self.log:
+                    exc.add_note(f"  {line}")
+                raise
+
+    # --- helpers -------------------------------------------------------------------
+
+    def artifact(self, alias: str | None) -> str:
+        alias = alias or "run"
+        if alias not in self.aliases:
+            self.aliases[alias] = self.env.artifact(alias)
+        return self.aliases[alias]
+
+    def resume(self, value: Any) -> str | None:
+        if value in (None, "fresh"):
+            return None
+        return _ALIAS.sub(lambda m: self.artifact(m.group(1)), str(value))
+
+    def files(self, step: Step, box: str) -> dict[str, bytes]:
+        sizes = step.args.get("files") or {"model.pt": "64KB"}
+        rng = random.Random(f"{step.args.get('version')}/{box}/{step.index}")
+        return {name: rng.randbytes(parse_size(size)) for name, size in sizes.items()}
+
+    def expect(self, step: Step, key: str, actual: Any, wanted: Any, rule: str) -> None:
+        if actual != wanted:
+            raise RuleViolation(
+                step.rule or rule, f"step {step.index} {key}: expected {wanted!r}, got {actual!r}"
+            )
+
+    def outcome(self, step: Step, reply: Reply) -> dict[str, Any] | None:
+        """Check status and code; the body on success, None on an (expected) error."""
+        code = step.expect.get("code")
+        if code is None:
+            return expect_ok(reply, step.rule or _OK_RULE[step.action], f"step {step.index}")
+        status = int(step.expect.get("status", STATUS_OF[code]))
+        rule = (
+            step.rule
+            or _CODE_RULE.get(code)
+            or (
+                "FORK-1"
+                if step.action == "open"
+                else "READ-1"
+                if step.action == "read"
+                else "VER-1"
+            )
+        )
+        expect_error(reply, status, code, rule, f"step {step.index}")
+        return None
+
+    def fenced_value(self, who: Any) -> dict[str, Any] | None:
+        if who is None:
+            return None
+        box = self.boxes[str(who)]
+        return {"epoch": box.epoch, "holder": box.holder}
+
+    # --- actions -------------------------------------------------------------------
+
+    def _opened(self, step: Step, name: str, box: str, place: Place | None, body: dict) -> None:
+        epoch = body.get("epoch")
+        check(
+            isinstance(epoch, int) and epoch > self.epochs.get(name, -(2**63)),
+            "FENCE-1",
+            f"step {step.index}: epoch {epoch!r} after {self.epochs.get(name)}",
+        )
+        self.epochs[name] = epoch
+        self.boxes[box] = Box(self.holders[box], name, place, body["token"], epoch, body)
+
+    def _do_open(self, step: Step) -> None:
+        a, e = step.args, step.expect
+        box, name, place = str(a["box"]), self.artifact(a.get("artifact")), _place(a.get("place"))
+        holder = self.holders.setdefault(box, self.env.holder(box))
+        reply = self.api.open(name, self.resume(a.get("resume", "latest")), place, holder)
+        body = self.outcome(step, reply)
+        if body is None:
+            return
+        self._opened(step, name, box, place, body)
+        resume = body.get("resume_from") or {}
+        if "resume_from" in e:
+            rule = "OPEN-2" if e["resume_from"] else "OPEN-1"
+            self.expect(step, "resume_from", resume.get("version"), e["resume_from"], rule)
+        if "fenced" in e:
+            self.expect(
+                step, "fenced", body.get("fenced"), self.fenced_value(e["fenced"]), "FENCE-2"
+            )
+        wl = body.get("write_location") or {}
+        route_rule = _ROUTE_RULE.get(e.get("write_route", wl.get("route")), "PLACE-1")
+        if "write_location" in e:
+            self.expect(
+                step,
+                "write_location",
+                Place.from_json(wl) if wl else None,
+                _place(e["write_location"]),
+                route_rule,
+            )
+        if "write_route" in e:
+            self.expect(step, "write_route", wl.get("route"), e["write_route"], route_rule)
+        for key in ("route", "cross_cloud"):
+            if key in e:
+                self.expect(step, key, resume.get(key), e[key], "XC-1")
+        if "warning" in e:
+            self._warning(step, body.get("warnings") or [], str(e["warning"]))
+
+    def _warning(self, step: Step, warnings: list[Any], kind: str) -> None:
+        rule = step.rule or _WARNING_RULE[kind]
+        fb = self.env.topology.fallback
+        if kind == "none":
+            check(not warnings, rule, f"step {step.index}: unexpected warnings {warnings}")
+        elif kind == "fallback":
+            named = any(fb.cloud in str(w) and fb.region in str(w) for w in warnings)
+            check(named, rule, f"step {step.index}: no warning naming {fb}: {warnings}")
+        else:
+            check(warnings, rule, f"step {step.index}: no warning")
+
+    def _do_race_open(self, step: Step) -> None:
+        a = step.args
+        names = [str(b) for b in a["boxes"]]
+        artifact, place = self.artifact(a.get("artifact")), _place(a.get("place"))
+        resume = self.resume(a.get("resume", "latest"))
+        for box in names:
+            self.holders.setdefault(box, self.env.holder(box))
+        barrier = threading.Barrier(len(names))
+
+        def go(box: str) -> Reply:
+            barrier.wait()
+            return self.api.open(artifact, resume, place, self.holders[box])
+
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            replies = list(pool.map(go, names))
+        bodies = [expect_ok(r, step.rule or "FENCE-1", f"step {step.index}") for r in replies]
+        order = sorted(zip(names, bodies, strict=True), key=lambda nb: nb[1]["epoch"])
+        epochs = [b["epoch"] for _, b in order]
+        check(len(set(epochs)) == len(epochs), "FENCE-1", f"racing opens got epochs {epochs}")
+        for box, body in order:
+            self._opened(step, artifact, box, place, body)
+        self.boxes["winner"] = self.boxes[order[-1][0]]
+        self.boxes["loser"] = self.boxes[order[0][0]]
+        for (_, prev), (_, cur) in zip(order, order[1:], strict=False):
+            self.expect(
+                step,
+                "fenced",
+                cur.get("fenced"),
+                {"epoch": prev["epoch"], "holder": prev["holder"]},
+                "FENCE-2",
+            )
+
+    def _do_upload(self, step: Step) -> None:
+        a = step.args
+        box = self.boxes[str(a["box"])]
+        files = self.files(step, str(a["box"]))
+        up = start_upload(self.api, box.artifact, box.token, str(a["version"]), files)
+        body = self.outcome(step, up.write)
+        if body is not None:
+            self._placed(step, body)
+            label = str(a.get("as") or a["version"])
+            self.pending[label] = (str(a["version"]), files, up.write)
+            self.uploads[label] = (box.artifact, str(up.upload_id))
+
+    def _placed(self, step: Step, body: dict[str, Any]) -> None:
+        e = step.expect
+        rule = _ROUTE_RULE.get(e.get("route", body.get("route")), "PLACE-1")
+        if "location" in e:
+            self.expect(
+                step, "location", Place.from_json(body.get("location")), _place(e["location"]), rule
+            )
+        if "route" in e:
+            self.expect(step, "route", body.get("route"), e["route"], rule)
+
+    def _do_commit(self, step: Step) -> None:
+        a = step.args
+        box = self.boxes[str(a["box"])]
+        label = str(a["upload"])
+        artifact, upload = self.uploads[label]
+        body = self.outcome(step, self.api.commit(artifact, box.token, upload))
+        if body is not None:
+            version, files, _ = self.pending[label]
+            self.committed[(artifact, version)] = files
+            if "location" in step.expect:
+                self.expect(
+                    step,
+                    "location",
+                    Place.from_json(body.get("location")),
+                    _place(step.expect["location"]),
+                    "PLACE-4",
+                )
+
+    def _do_checkpoint(self, step: Step) -> None:
+        label = f"checkpoint-{step.index}"
+        self._do_upload(
+            Step(
+                step.index,
+                "upload",
+                {**step.args, "as": label},
+                {k: v for k, v in step.expect.items() if k != "location"},
+                step.rule,
+            )
+        )
+        if label in self.uploads:
+            commit = Step(
+                step.index,
+                "commit",
+                {"box": step.args["box"], "upload": label},
+                {k: v for k, v in step.expect.items() if k != "route"},
+                step.rule,
+            )
+            self._do_commit(commit)
+
+    def _do_read(self, step: Step) -> None:
+        a, e = step.args, step.expect
+        box = self.boxes.get(str(a.get("box")))
+        name = self.artifact(a.get("artifact")) if "artifact" in a or box is None else box.artifact
+        place = _place(a["place"]) if "place" in a else (box.place if box else None)
+        reply = self.api.read(name, str(a.get("version", "latest")), urls=True, place=place)
+        body = self.outcome(step, reply)
+        if body is None:
+            return
+        if "version" in e:
+            self.expect(step, "version", body.get("version"), e["version"], "READ-1")
+        if "location" in e:
+            self.expect(
+                step,
+                "location",
+                Place.from_json(body.get("location")),
+                _place(e["location"]),
+                "PLACE-4",
+            )
+        for key in ("route", "cross_cloud"):
+            if key in e:
+                self.expect(step, key, body.get(key), e[key], "XC-1")
+        if e.get("bytes") == "exact":
+            parts = int(a.get("parts", 1))
+            got = download(self.api, body, parts=parts)
+            want = self.committed.get((name, str(body.get("version"))))
+            self.expect(step, "bytes", got == want, True, "READ-3" if parts > 1 else "READ-2")
+
+    def _do_list(self, step: Step) -> None:
+        name = self.artifact(step.args.get("artifact"))
+        versions = expect_ok(self.api.list(name), step.rule or "READ-1", "list")["versions"]
+        if "versions" in step.expect:
+            self.expect(
+                step,
+                "versions",
+                [v.get("version") for v in versions],
+                list(step.expect["versions"]),
+                "READ-1",
+            )
+        if "locations" in step.expect:
+            self.expect(
+                step,
+                "locations",
+                [Place.from_json(v.get("location")) for v in versions],
+                [_place(p) for p in step.expect["locations"]],
+                "PLACE-4",
+            )
+
+    def _do_artifact(self, step: Step) -> None:
+        name, e = self.artifact(step.args.get("artifact")), step.expect
+        body = expect_ok(self.api.artifact(name), step.rule or "READ-1", "artifacts/read")
+        if "latest" in e:
+            self.expect(step, "latest", body.get("latest"), e["latest"], "READ-1")
+        if "versions" in e:
+            self.expect(step, "versions", body.get("versions"), e["versions"], "READ-1")
+        if "holder" in e:
+            self.expect(
+                step, "holder", body.get("holder"), self.boxes[str(e["holder"])].holder, "FENCE-2"
+            )
+        if "epoch" in e:
+            want = self.epochs[name] if e["epoch"] == "unchanged" else self.boxes[e["epoch"]].epoch
+            self.expect(step, "epoch", body.get("epoch"), want, "FENCE-4")
+        if "forked_from" in e:
+            ff = e["forked_from"]
+            want = (
+                None
+                if ff is None
+                else {"artifact": self.artifact(ff["artifact"]), "version": ff["version"]}
+            )
+            self.expect(step, "forked_from", body.get("forked_from"), want, "FORK-2")

@@ -1,0 +1,145 @@
+"""``--target spawn``: run the project's emulator as a subprocess for one test session.
+
+The emulator is started as a program (``o41-emulator serve``), never imported, so the
+suite stays independent of the code it judges. Its output goes to files in the session's
+work directory: no pipes to fill up or block on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import requests
+
+__all__ = ["SpawnError", "SpawnedEmulator", "emulator_config"]
+
+_LISTENING = re.compile(r"listening on (http://\S+)")
+_KEY = re.compile(r"O41_ARTIFACTS_API_KEY=(\S+)")
+
+
+class SpawnError(RuntimeError):
+    """The emulator could not be started; the message carries its stderr tail."""
+
+
+def emulator_config(
+    read_key: str, scoped_key: str, prefix: str, url_lifetime: int | None = None
+) -> str:
+    """A config TOML offering a read-only key, a prefix-scoped key and, for the URL expiry
+    test only, a short URL lifetime (uploads live as long as their URLs, so the main run
+    keeps the default lifetime and never races a clock)."""
+    lifetime = f"url_lifetime = {int(url_lifetime)}\n\n" if url_lifetime else ""
+    return (
+        lifetime + f'[[keys]]\nkey = "{read_key}"\n'
+        'scopes = [{ prefix = "", access = "read" }]\n\n'
+        f'[[keys]]\nkey = "{scoped_key}"\n'
+        f'scopes = [{{ prefix = "{prefix}/w-", access = "write" }}, '
+        f'{{ prefix = "{prefix}/r-", access = "read" }}]\n'
+    )
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM the emulator if this pytest process dies without its teardown."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+def _command(explicit: str | None) -> list[str]:
+    if explicit:
+        return shlex.split(explicit)
+    beside = Path(sys.executable).with_name("o41-emulator")
+    found = str(beside) if beside.exists() else shutil.which("o41-emulator")
+    if not found:
+        raise SpawnError(
+            "o41-emulator not found: pip install the project, or pass --emulator-command"
+        )
+    return [found]
+
+
+class SpawnedEmulator:
+    """One emulator process on a free port, stopped with SIGTERM at the end."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        faults: Sequence[str] = (),
+        config: str | None = None,
+        command: str | None = None,
+    ) -> None:
+        self.workdir = workdir
+        self.faults = list(faults)
+        self.config = config
+        self.command = command
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+        self.key: str | None = None
+
+    def _tail(self, name: str) -> str:
+        path = self.workdir / name
+        return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+    def start(self, timeout: float = 30.0) -> str:
+        """Start and wait until ``/_emulator/health`` answers; return the URL."""
+        args = [*_command(self.command), "serve", "--host", "127.0.0.1", "--port", "0"]
+        args += ["--data-dir", str(self.workdir / "data")]
+        if self.config is not None:
+            cfg = self.workdir / "emulator.toml"
+            cfg.write_text(self.config)
+            args += ["--config", str(cfg)]
+        for fault in self.faults:
+            args += ["--fault", fault]
+        with (
+            open(self.workdir / "stdout.log", "wb") as out,
+            open(self.workdir / "stderr.log", "wb") as err,
+        ):
+            self.proc = subprocess.Popen(
+                args, stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self._tail("stdout.log")
+            m = _LISTENING.search(text)
+            if m and not self.url:
+                self.url = m.group(1)
+                key = _KEY.search(text)
+                self.key = key.group(1) if key else None
+            if self.url and self._healthy():
+                return self.url
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise SpawnError(
+            f"emulator did not come up ({' '.join(args)}):\n{self._tail('stderr.log')}"
+        )
+
+    def _healthy(self) -> bool:
+        try:
+            return requests.get(self.url + "/_emulator/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it does not exit within 10 s."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None

@@ -1,0 +1,45 @@
+"""The state machine of :mod:`conformance.machine`, under the chosen hypothesis profile."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from conformance.env import Env
+from conformance.machine import ArtifactsMachine
+from conformance.machine_parts import shrink_time_limit
+
+ALL_RULES = (
+    "OPEN-1",
+    "OPEN-2",
+    "OPEN-3",
+    "FORK-1",
+    "FORK-2",
+    "FENCE-1",
+    "FENCE-2",
+    "FENCE-3",
+    "FENCE-4",
+    "VER-2",
+    "VER-3",
+    "VER-4",
+    "READ-1",
+    "READ-2",
+    "READ-3",
+    "PLACE-1",
+    "PLACE-2",
+    "PLACE-3",
+    "PLACE-4",
+    "XC-1",
+    "USAGE-1",
+    "AUTH-2",
+)
+
+
+@pytest.mark.stateful
+@pytest.mark.rule(*ALL_RULES)
+def test_state_machine_agrees_with_model(
+    o41_env: Env, o41_settings: settings, o41_shrink_seconds: float
+) -> None:
+    with shrink_time_limit(o41_shrink_seconds):
+        run_state_machine_as_test(lambda: ArtifactsMachine(o41_env), settings=o41_settings)
