@@ -11,10 +11,16 @@ from dataclasses import dataclass
 
 from .errors import InvalidArgument
 
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_VERSION = re.compile(r"^step-(\d{8})$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_PLACE_PART = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# Patterns are ASCII classes used with fullmatch: `$` would let a trailing newline through,
+# and `\d` would accept other scripts' digits. openapi.py publishes the same patterns.
+SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+VERSION = r"step-([0-9]{8})"
+_SEGMENT = re.compile(SEGMENT)
+_VERSION = re.compile(VERSION)
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+# Checked before lower-casing, ASCII only: "\u212a".lower() is "k", and must not pass.
+PLACE_PART = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+_PLACE_PART = re.compile(PLACE_PART)
 _FILE_SEGMENT_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]")
 URI_SCHEME = "o41://"
 MAX_FILE_NAME = 1024
@@ -25,7 +31,7 @@ def artifact_name(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidArgument("artifact must be a string 'project/name'")
     parts = value.split("/")
-    if len(parts) != 2 or not all(_SEGMENT.match(p) for p in parts):
+    if len(parts) != 2 or not all(_SEGMENT.fullmatch(p) for p in parts):
         raise InvalidArgument(
             f"artifact {value[:200]!r} is not 'project/name' (letters, digits, '.', '_', '-')"
         )
@@ -34,7 +40,7 @@ def artifact_name(value: object) -> str:
 
 def version_step(value: object) -> int:
     """Return the step of a version name `step-` + 8 digits (VER-1)."""
-    m = _VERSION.match(value) if isinstance(value, str) else None
+    m = _VERSION.fullmatch(value) if isinstance(value, str) else None
     if not m:
         raise InvalidArgument(f"version {str(value)[:200]!r} is not 'step-' and 8 digits")
     return int(m.group(1))
@@ -57,7 +63,7 @@ def file_name(value: object) -> str:
 
 
 def sha256_hex(value: object) -> str:
-    if not isinstance(value, str) or not _SHA256.match(value):
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
         raise InvalidArgument("sha256 must be 64 lower-case hex digits")
     return value
 
@@ -114,7 +120,8 @@ def place(value: object) -> Place | None:
             raise InvalidArgument("place needs string 'cloud' and 'region'")
     else:
         raise InvalidArgument("place must be {'cloud', 'region'} or null")
-    cloud, region = cloud.strip().lower(), region.strip().lower()
-    if not _PLACE_PART.match(cloud) or not _PLACE_PART.match(region):
-        raise InvalidArgument(f"place {cloud[:64]}/{region[:64]} has an invalid cloud or region")
-    return Place(cloud, region)
+    if not _PLACE_PART.fullmatch(cloud) or not _PLACE_PART.fullmatch(region):
+        raise InvalidArgument(
+            f"place {cloud[:64]!r}/{region[:64]!r} is not letters, digits, '_' and '-'"
+        )
+    return Place(cloud.lower(), region.lower())

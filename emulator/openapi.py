@@ -12,6 +12,7 @@ from typing import Any
 
 from .errors import ALL_ERRORS
 from .locations import ROUTES
+from .names import PLACE_PART, SEGMENT, VERSION
 
 SCHEMAS = "#/components/schemas/"
 JSON = "application/json"
@@ -41,17 +42,25 @@ STR = {"type": "string"}
 TIME = {"type": "string", "format": "date-time"}
 USD = {"type": "number", "minimum": 0}
 URL = {"type": "string", "format": "uri"}
+PLACE_PART_SCHEMA = {"type": "string", "pattern": f"^{PLACE_PART}$"}
+PLACE_TEXT = {"type": "string", "pattern": f"^{PLACE_PART}/{PLACE_PART}$"}
 
 SCHEMA_DEFS: dict[str, dict] = {
     "ArtifactName": {
         "type": "string",
-        "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}/[A-Za-z0-9][A-Za-z0-9._-]{0,127}$",
+        "pattern": f"^{SEGMENT}/{SEGMENT}$",
         "examples": ["experiments/run-1234"],
     },
-    "VersionName": {"type": "string", "pattern": r"^step-\d{8}$", "examples": ["step-00000300"]},
+    "VersionName": {"type": "string", "pattern": f"^{VERSION}$", "examples": ["step-00000300"]},
     "Sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
     "Route": {"type": "string", "enum": list(ROUTES)},
     "Place": obj({"cloud": STR, "region": STR}, description="Where a box runs or a bucket is."),
+    "PlaceInput": {
+        "type": "object",
+        "properties": {"cloud": PLACE_PART_SCHEMA, "region": PLACE_PART_SCHEMA},
+        "required": ["cloud", "region"],
+        "description": "Where the box runs; cloud compared case-insensitively.",
+    },
     "FileDeclaration": obj({"name": STR, "size": INT, "sha256": ref("Sha256")}),
     "VersionFile": obj({"name": STR, "size": INT, "sha256": ref("Sha256")}, {"url": URL}),
     "SignedFile": obj({"name": STR, "url": URL}),
@@ -81,12 +90,12 @@ SCHEMA_DEFS: dict[str, dict] = {
             "resume": {
                 "oneOf": [
                     {"const": "latest"},
-                    {"type": "string", "pattern": r"^o41://[^/]+/[^/]+/step-\d{8}$"},
+                    {"type": "string", "pattern": f"^o41://{SEGMENT}/{SEGMENT}/{VERSION}$"},
                     {"type": "null"},
                 ],
                 "description": "latest, a checkpoint URI to fork from, or null for fresh",
             },
-            "place": {"oneOf": [ref("Place"), {"type": "string"}, {"type": "null"}]},
+            "place": {"oneOf": [ref("PlaceInput"), PLACE_TEXT, {"type": "null"}]},
             "holder": {"type": "string", "minLength": 1, "maxLength": 256},
         },
     ),
@@ -229,7 +238,7 @@ PARAMETERS = {
                       "latest (default) or step-XXXXXXXX"),
     "urls": _param("urls", {"enum": ["0", "1", "true", "false"]},
                    "1: sign a GET URL for each file"),
-    "place": _param("place", {"type": "string", "pattern": "^[^/]+/[^/]+$"},
+    "place": _param("place", PLACE_TEXT,
                     "the reader's cloud/region; sets route and cross_cloud"),
 }
 

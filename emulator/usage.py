@@ -44,7 +44,7 @@ def _place_json(text: str | None) -> dict | None:
 def read_usage(backend: Backend, who: Principal, artifact: object | None) -> dict:
     conn = backend.conn()
     prices = backend.settings.prices
-    if artifact:
+    if artifact is not None:
         name = names.artifact_name(artifact)
         who.require("read", name)
         where, args = "WHERE artifact = ?", (name,)
@@ -78,7 +78,7 @@ def read_usage(backend: Backend, who: Principal, artifact: object | None) -> dic
             }
         )
     placements = []
-    clauses = "WHERE placement != 'local'" + (" AND artifact = ?" if artifact else "")
+    clauses = "WHERE placement != 'local'" + (" AND artifact = ?" if artifact is not None else "")
     for row in conn.execute(
         "SELECT placement, place, location, artifact, COUNT(*) AS n, SUM(size) AS bytes "
         f"FROM versions {clauses} GROUP BY placement, place, location, artifact",

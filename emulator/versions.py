@@ -87,8 +87,8 @@ def _parse_files(backend: Backend, files: object) -> list[tuple[str, int, str]]:
         raise PayloadTooLarge(f"at most {backend.settings.max_files} files per version")
     out, seen = [], set()
     for f in files:
-        if not isinstance(f, dict):
-            raise InvalidArgument("each file is {name, size, sha256}")
+        if not isinstance(f, dict) or not set(f) <= {"name", "size", "sha256"}:
+            raise InvalidArgument("each file is {name, size, sha256} and nothing else")
         name = names.file_name(f.get("name"))
         size = names.size(f.get("size"))
         sha = names.sha256_hex(f.get("sha256"))
@@ -271,7 +271,7 @@ def read_version(
     """READ-1: `latest` (or no version) is the committed version with the highest step."""
     name = names.artifact_name(artifact)
     who.require("read", name)
-    if version is None or version == "" or version == "latest":
+    if version == "latest":
         step = latest_step(backend, name)
         if step is None:
             _require_artifact(backend, name)

@@ -48,11 +48,15 @@ def test_scopes_are_enforced_on_every_endpoint(http, artifact):
     a.open()
     a.checkpoint("step-00000001")
     outsider = make_key(http, [{"prefix": "elsewhere/", "access": "write"}])
+    bodies = {
+        "/api/v1/artifacts/open": {"artifact": artifact, "resume": "latest"},
+        "/api/v1/versions/write": {"artifact": artifact, "token": a.token,
+                                   "version": "step-00000002", "files": []},
+        "/api/v1/versions/commit": {"artifact": artifact, "token": a.token, "upload": "x"},
+    }
     for method, path in ENDPOINTS:
         params = {"artifact": artifact} if method == "GET" else None
-        body = {"artifact": artifact, "token": a.token, "upload": "x", "version": "step-00000002",
-                "files": [], "resume": "latest"} if method == "POST" else None
-        r = http.request(method, path, key=outsider, params=params, json=body)
+        r = http.request(method, path, key=outsider, params=params, json=bodies.get(path))
         assert (r.status, r.code) == (403, "forbidden"), path
 
 

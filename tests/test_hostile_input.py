@@ -129,3 +129,30 @@ def test_admin_endpoints_need_the_admin_key_when_set(tmp_path, request):
     assert (wrong.status, wrong.code) == (403, "forbidden")
     ok = http.request("POST", "/_emulator/keys", key="ak_admin_secret", json={})
     assert ok.status == 201
+
+
+@pytest.mark.parametrize("payload", [
+    {"artifact": "p/typo", "resme": "latest"},
+    {"artifact": "p/typo", "resume": "latest", "place": None, "holder": "h", "extra": 1},
+])
+def test_open_with_unknown_field_is_invalid_so_typos_never_start_fresh(http, payload):
+    before = snapshot(http)
+    r = http.request("POST", "/api/v1/artifacts/open", json=payload)
+    assert (r.status, r.code) == (400, "invalid_argument") and "unknown field" in \
+        r.body["error"]["message"]
+    assert snapshot(http) == before
+
+
+@pytest.mark.parametrize("query", ["artifact=a/b&verison=latest", "artifact=a/b&artifact=c/d"])
+def test_read_with_unknown_or_repeated_query_parameter_is_invalid(http, query):
+    r = http.request("GET", "/api/v1/versions/read?" + query)
+    assert (r.status, r.code) == (400, "invalid_argument")
+
+
+def test_file_entry_with_unknown_key_is_invalid(http, artifact):
+    box = Box(http, artifact, AWS)
+    box.open()
+    r = http.request("POST", "/api/v1/versions/write", json={
+        "artifact": artifact, "token": box.token, "version": "step-00000001",
+        "files": [{"name": "a", "size": 1, "sha256": "0" * 64, "mode": "0644"}]})
+    assert (r.status, r.code) == (400, "invalid_argument")

@@ -47,7 +47,7 @@ def reset() -> Response:
 
 @bp.post("/keys")
 def create_key() -> tuple[Response, int]:
-    data = body()
+    data = body("key", "scopes")
     key = data.get("key") or keys.new_key()
     if not isinstance(key, str) or not key.startswith("ak_") or len(key) > 200:
         raise InvalidArgument("key must be a string starting with 'ak_'")
@@ -63,7 +63,7 @@ def chaos() -> Response:
     """GET the rules, POST `{"rules": [...]}` to replace them, DELETE to clear them."""
     be = backend()
     if request.method == "POST":
-        be.chaos.store(be.conn(), parse_rules(body().get("rules")))
+        be.chaos.store(be.conn(), parse_rules(body("rules").get("rules")))
     elif request.method == "DELETE":
         be.chaos.store(be.conn(), [])
     return jsonify({"rules": [asdict(r) for r in be.chaos.rules(be.conn())]})

@@ -24,8 +24,12 @@ def base_url() -> str:
     return backend().settings.public_url or request.host_url
 
 
-def body() -> dict:
-    """The JSON object of a request, read with a size limit; anything else is 400."""
+def body(*fields: str) -> dict:
+    """The JSON object of a request, read with a size limit; anything else is 400.
+
+    With `fields`, any other key is refused: a typo such as `"resme"` must not silently
+    turn a resume into a fresh start.
+    """
     limit = backend().settings.max_json_bytes
     if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLarge(f"request body over {limit} bytes")
@@ -41,16 +45,32 @@ def body() -> dict:
         raise InvalidArgument("request body is not valid JSON") from None
     if not isinstance(data, dict):
         raise InvalidArgument("request body must be a JSON object")
+    unknown = sorted(set(data) - set(fields)) if fields else []
+    if unknown:
+        raise InvalidArgument(f"unknown field(s) {', '.join(map(repr, unknown))[:200]}; "
+                              f"expected {', '.join(fields)}")
     return data
 
 
+def query(*names_: str) -> None:
+    """Refuse query parameters the operation does not know (and repeated ones)."""
+    unknown = sorted(set(request.args) - set(names_))
+    if unknown:
+        raise InvalidArgument(f"unknown query parameter(s) {', '.join(map(repr, unknown))[:200]}"
+                              f"; expected {', '.join(names_)}")
+    repeated = [k for k in request.args if len(request.args.getlist(k)) > 1]
+    if repeated:
+        raise InvalidArgument(f"query parameter {repeated[0]!r} is given more than once")
+
+
 def query_place() -> names.Place | None:
-    return names.place(request.args.get("place") or None)
+    """The reader's place; absent is unknown, but an empty or malformed one is an error."""
+    return names.place(request.args.get("place"))
 
 
 def query_flag(name: str) -> bool:
     value = request.args.get(name, "0").lower()
-    if value not in ("0", "1", "true", "false", ""):
+    if value not in ("0", "1", "true", "false"):
         raise InvalidArgument(f"{name} must be 0 or 1")
     return value in ("1", "true")
 
@@ -65,7 +85,8 @@ def _route_note(obj: dict | None, place: names.Place | None) -> str:
 
 @bp.post("/artifacts/open")
 def artifacts_open() -> Response:
-    data = body()
+    query()
+    data = body("artifact", "resume", "place", "holder")
     place = names.place(data.get("place"))
     out = open_artifact(
         backend(),
@@ -88,7 +109,8 @@ def artifacts_open() -> Response:
 
 @bp.post("/versions/write")
 def versions_write() -> Response:
-    data = body()
+    query()
+    data = body("artifact", "token", "version", "files")
     out = write_version(
         backend(),
         g.who,
@@ -108,7 +130,8 @@ def versions_write() -> Response:
 
 @bp.post("/versions/commit")
 def versions_commit() -> Response:
-    data = body()
+    query()
+    data = body("artifact", "token", "upload")
     out = commit_version(
         backend(), g.who, data.get("artifact"), data.get("token"), data.get("upload")
     )
@@ -118,9 +141,10 @@ def versions_commit() -> Response:
 
 @bp.get("/versions/read")
 def versions_read() -> Response:
+    query("artifact", "version", "urls", "place")
     place = query_place()
     urls = query_flag("urls")
-    version = request.args.get("version") or "latest"
+    version = request.args.get("version", "latest")
     out = read_version(
         backend(), g.who, request.args.get("artifact"), version, place, base_url() if urls else None
     )
@@ -130,6 +154,7 @@ def versions_read() -> Response:
 
 @bp.get("/versions/list")
 def versions_list() -> Response:
+    query("artifact", "place")
     out = list_versions(backend(), g.who, request.args.get("artifact"), query_place())
     g.log = (str(request.args.get("artifact")), f"{len(out['versions'])} versions")
     return jsonify(out)
@@ -137,6 +162,7 @@ def versions_list() -> Response:
 
 @bp.get("/artifacts/read")
 def artifacts_read() -> Response:
+    query("artifact")
     out = read_artifact(backend(), g.who, request.args.get("artifact"))
     g.log = (out["artifact"], f"epoch {out['epoch']} latest {out['latest']}")
     return jsonify(out)
@@ -144,7 +170,8 @@ def artifacts_read() -> Response:
 
 @bp.get("/usage/read")
 def usage_read() -> Response:
-    artifact = request.args.get("artifact") or None
+    query("artifact")
+    artifact = request.args.get("artifact")
     out = read_usage(backend(), g.who, artifact)
     g.log = (artifact or "*", f"total ${out['total_cost_usd']:.4f}")
     return jsonify(out)
