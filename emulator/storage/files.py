@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,17 +37,37 @@ class FileStorage(Storage):
         # Partial files live outside the buckets, so a crash mid-upload leaves no object behind.
         fd, tmp = tempfile.mkstemp(dir=self.root / ".partial")
         try:
-            with os.fdopen(fd, "wb") as out:
+            readinto = _readinto(stream)
+            if readinto is None:
                 while chunk := stream.read(self.chunk_size):
-                    out.write(chunk)
+                    _write_all(fd, chunk)
+            else:
+                # Two reused buffers in turn: no per-chunk allocation, and the reader may
+                # still be hashing one while the other is received.
+                bufs = [memoryview(bytearray(self.chunk_size)) for _ in range(2)]
+                turn = 0
+                while n := readinto(bufs[turn]):
+                    _write_all(fd, bufs[turn][:n])
+                    turn ^= 1
+            os.close(fd)
+            fd = -1
             os.replace(tmp, target)
         except BaseException:
+            if fd >= 0:
+                os.close(fd)
             os.unlink(tmp)
             raise
 
     def size(self, bucket: str, key: str) -> int:
         try:
             return self._path(bucket, key).stat().st_size
+        except FileNotFoundError:
+            raise ObjectMissing(key) from None
+
+    def open_file(self, bucket: str, key: str) -> BinaryIO:
+        """The object's file, unbuffered, so a server can sendfile() a range of it."""
+        try:
+            return open(self._path(bucket, key), "rb", buffering=0)
         except FileNotFoundError:
             raise ObjectMissing(key) from None
 
@@ -77,3 +98,17 @@ class FileStorage(Storage):
         """Reclaim space of uploads cut off by a crash (called at start-up)."""
         shutil.rmtree(self.root / ".partial", ignore_errors=True)
         (self.root / ".partial").mkdir(parents=True, exist_ok=True)
+
+
+def _readinto(stream: BinaryIO) -> Callable[[memoryview], int] | None:
+    """The stream's own readinto(), if it has one (io.RawIOBase's placeholder is not)."""
+    method = getattr(type(stream), "readinto", None)
+    if method is None or method is io.RawIOBase.readinto:
+        return None
+    return stream.readinto
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -2,15 +2,19 @@
 
 GET/HEAD honour one `Range: bytes=a-b` (parsed by werkzeug); PUT streams the body to
 storage through a hashing, size-limiting reader. Memory stays bounded by the chunk size.
+On folder storage a GET hands the server the file itself (`wsgi.file_wrapper`), so gunicorn
+sends the range with sendfile() and no byte of it passes through Python.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 from flask import Blueprint, Response, current_app, g, jsonify, request
+from werkzeug.wsgi import wrap_file
 
 from .. import db, usage
 from ..backend import Backend
@@ -18,6 +22,9 @@ from ..errors import NotFound, PayloadTooLarge, RangeNotSatisfiable, VersionExis
 from ..storage import ObjectMissing, TooLarge
 
 bp = Blueprint("data", __name__)
+
+#: Chunks at least this big are hashed on a helper thread; smaller ones inline.
+BACKGROUND_HASH_MIN = 256 << 10
 
 
 def backend() -> Backend:
@@ -60,6 +67,55 @@ def _cut(chunks: Iterator[bytes], limit: int) -> Iterator[bytes]:
         yield chunk
 
 
+class _MeteredFile:
+    """One byte range of a stored file, for `wsgi.file_wrapper`, metered once when done.
+
+    gunicorn sends it with socket.sendfile(), which seeks the file to just after the last
+    byte that left (even when the client hangs up); other servers read() it chunk by chunk,
+    and a chunk counts once the server asks for the next. Either way only bytes actually
+    sent are recorded, at the end of the range or when the server closes the response.
+    """
+
+    mode = "rb"  # socket.sendfile() refuses file objects without "b" in their mode
+
+    def __init__(self, fh: BinaryIO, start: int, length: int, done: Callable[[int], None]):
+        fh.seek(start)
+        self.fh, self.start, self.stop = fh, start, start + length
+        self._sent_to = start  # furthest position reported by socket.sendfile()
+        self._pending = 0  # the last chunk read(), not yet known to be sent
+        self._done: Callable[[int], None] | None = done
+
+    def fileno(self) -> int:
+        return self.fh.fileno()
+
+    def tell(self) -> int:
+        return self.fh.tell()
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        pos = self.fh.seek(pos, whence)
+        self._sent_to = max(self._sent_to, pos)
+        return pos
+
+    def read(self, n: int | None = -1) -> bytes:
+        if self._done is None:  # metered and closed already: the range is over
+            return b""
+        self._pending = 0  # asked for more: the previous chunk was sent
+        left = self.stop - self.fh.tell()
+        data = self.fh.read(left if n is None or n < 0 or n > left else n) if left > 0 else b""
+        if not data:
+            self.close()
+        self._pending = len(data)
+        return data
+
+    def close(self) -> None:
+        if self._done is None:
+            return
+        done, self._done = self._done, None
+        reached = max(self._sent_to, self.fh.tell() - self._pending)
+        self.fh.close()
+        done(min(max(reached - self.start, 0), self.stop - self.start))
+
+
 @bp.route("/data/<cloud>/<region>/<path:key>", methods=["GET", "HEAD"])
 def get_object(cloud: str, region: str, key: str) -> Response:
     be = backend()
@@ -84,8 +140,21 @@ def get_object(cloud: str, region: str, key: str) -> Response:
     g.log = (f"{meta['a']} {meta['v']}", f"{start}-{stop} of {size} bytes")
     if request.method == "HEAD":
         return Response(status=status, headers=headers)
-    chunks = be.storage.read(loc.bucket, key, start, stop - start)
     cut = g.get("cut_after_bytes")
+    open_file = getattr(be.storage, "open_file", None)
+    if open_file is not None and cut is None:
+
+        def done(sent: int) -> None:  # runs after the view, outside the app context
+            usage.record(be, "read", meta["a"], meta["v"], location_id, meta.get("r"), sent)
+
+        try:
+            fh = open_file(loc.bucket, key)
+        except ObjectMissing:
+            raise NotFound("object does not exist") from None
+        ranged = _MeteredFile(fh, start, stop - start, done)
+        body = wrap_file(request.environ, ranged, be.settings.chunk_size)
+        return Response(body, status=status, headers=headers, direct_passthrough=True)
+    chunks = be.storage.read(loc.bucket, key, start, stop - start)
     if cut is not None:
         chunks = _cut(chunks, cut)
     body = _metered(be, chunks, meta, location_id)
@@ -93,20 +162,69 @@ def get_object(cloud: str, region: str, key: str) -> Response:
 
 
 class _Receiving:
-    """A file-like over the request body that hashes, counts and refuses excess bytes."""
+    """A file-like over the request body that hashes, counts and refuses excess bytes.
+
+    Big chunks are hashed on a helper thread while the caller stores them and receives the
+    next (hashlib and socket reads both release the GIL), so one upload can use two cores.
+    A buffer passed to readinto() is never refilled while it is still being hashed.
+    """
 
     def __init__(self, stream: BinaryIO, limit: int, chunk: int) -> None:
         self.stream, self.limit, self.chunk = stream, limit, chunk
         self.size = 0
-        self.sha = hashlib.sha256()
+        self._sha = hashlib.sha256()
+        self._pool: ThreadPoolExecutor | None = None
+        self._hashing: Future | None = None
+        self._hashing_buffer: object = None
 
     def read(self, n: int = -1) -> bytes:
         data = self.stream.read(n if n and n > 0 else self.chunk)
+        self._take(data)
+        return data
+
+    def readinto(self, buf: memoryview) -> int:
+        """Fill `buf` straight from the body where the server allows it (no copy)."""
+        if memoryview(buf).obj is self._hashing_buffer:
+            self._wait()
+        readinto = getattr(self.stream, "readinto", None)
+        if readinto is not None:
+            n = readinto(buf)
+        else:
+            data = self.stream.read(len(buf))
+            n = len(data)
+            buf[:n] = data
+        self._take(memoryview(buf)[:n])
+        return n
+
+    def _take(self, data: bytes | memoryview) -> None:
         self.size += len(data)
         if self.size > self.limit:
             raise TooLarge()
-        self.sha.update(data)
-        return data
+        self._wait()
+        if len(data) < BACKGROUND_HASH_MIN:
+            self._sha.update(data)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="o41-sha256")
+        self._hashing = self._pool.submit(self._sha.update, data)
+        self._hashing_buffer = data.obj if isinstance(data, memoryview) else None
+
+    def _wait(self) -> None:
+        if self._hashing is not None:
+            hashing, self._hashing, self._hashing_buffer = self._hashing, None, None
+            hashing.result()
+
+    def hexdigest(self) -> str:
+        self._wait()
+        return self._sha.hexdigest()
+
+    def close(self) -> None:
+        """Wait for the hashing thread and stop it (also after errors)."""
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
 
 
 @bp.put("/data/<cloud>/<region>/<path:key>")
@@ -127,9 +245,11 @@ def put_object(cloud: str, region: str, key: str) -> Response:
     reader = _Receiving(request.stream, declared, be.settings.chunk_size)
     try:
         be.storage.put(loc.bucket, key, reader)
+        digest = reader.hexdigest()
     except TooLarge:
         raise too_long from None
-    digest = reader.sha.hexdigest()
+    finally:
+        reader.close()
     with db.transaction(conn):
         conn.execute(
             "UPDATE upload_files SET received_size = ?, received_sha256 = ? "
