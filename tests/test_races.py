@@ -61,8 +61,10 @@ def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_fact
     with ThreadPoolExecutor(THREADS) as pool:
         list(pool.map(worker, range(THREADS)))
 
+    calls = next(CountingHttp.calls)
+    print(f"{calls} calls, {len(opens)} opens, {len(accepted)} commits accepted")
     assert accepted and len(opens) == THREADS * ROUNDS
-    assert next(CountingHttp.calls) >= 1000  # thousands of racing operations, not a handful
+    assert calls >= 1000  # thousands of racing operations, not a handful
     epochs = sorted(e for _, e in opens)
     assert epochs == list(range(1, len(opens) + 1))  # unique, no gaps: every open counted
     for sent, epoch, version in accepted:
