@@ -73,8 +73,12 @@ class Env:
                 return True, "prefix-scoped key configured by --target spawn"
             return False, "optional capability: a prefix-scoped key exists only with spawn"
         if feature == "url_expiry":
-            return True, "detected per test from urls_expire_at"
+            return True, "measured by the expiry test from urls_expire_at"
         raise KeyError(feature)
+
+    def note(self, feature: str, available: bool, reason: str) -> None:
+        """Record a capability a test measured itself (e.g. the URL lifetime)."""
+        self._capabilities[feature] = (available, reason)
 
     def capabilities(self) -> dict[str, dict[str, Any]]:
         """What was detected so far, for the JSON report."""

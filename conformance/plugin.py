@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 
 from conformance.client import Client, Trail, normalize_base
 from conformance.env import FEATURES, Env
@@ -34,26 +33,31 @@ PREFIX = pytest.StashKey[str]()
 SPAWN_READ_KEY = "ak_conformance_reader"
 SPAWN_SCOPED_KEY = "ak_conformance_scoped"
 
-#: Hypothesis settings per ``--conformance-profile``; applied to the state machine only,
-#: never loaded globally (the project's own tests keep their profile).
-PROFILES: dict[str, settings] = {
-    "ci": settings(
+PROFILE_NAMES = ("ci", "thorough")
+
+
+def profile_settings(name: str) -> Any:
+    """Hypothesis settings of a ``--conformance-profile``, for the state machine only (never
+    loaded globally: the project's own tests keep their profile). Imported lazily so this
+    plugin, loaded by every pytest run, does not pay for importing hypothesis."""
+    from hypothesis import HealthCheck, Phase, settings
+
+    common: dict[str, Any] = {
+        "deadline": None,
+        "report_multiple_bugs": False,
+        "suppress_health_check": list(HealthCheck),
+    }
+    if name == "thorough":
+        return settings(max_examples=150, stateful_step_count=50, **common)
+    return settings(
         max_examples=15,
         stateful_step_count=20,
-        deadline=None,
         database=None,
         phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-        report_multiple_bugs=False,
-        suppress_health_check=list(HealthCheck),
-    ),
-    "thorough": settings(
-        max_examples=150,
-        stateful_step_count=50,
-        deadline=None,
-        report_multiple_bugs=False,
-        suppress_health_check=list(HealthCheck),
-    ),
-}
+        **common,
+    )
+
+
 #: Seconds hypothesis may spend shrinking a failure, per profile (each replay is HTTP).
 SHRINK_SECONDS = {"ci": 20.0, "thorough": 180.0}
 
@@ -74,7 +78,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--conformance-report", metavar="FILE.json", help="write results as JSON")
     g.addoption(
         "--conformance-profile",
-        choices=sorted(PROFILES),
+        choices=PROFILE_NAMES,
         default="ci",
         help="hypothesis profile of the state machine (default ci)",
     )
@@ -319,9 +323,9 @@ def o41_reader(o41_env: Env, o41_trail: Trail) -> Client:
 
 
 @pytest.fixture
-def o41_settings(pytestconfig: pytest.Config) -> settings:
+def o41_settings(pytestconfig: pytest.Config) -> Any:
     """Hypothesis settings of the chosen ``--conformance-profile``."""
-    return PROFILES[pytestconfig.getoption("conformance_profile")]
+    return profile_settings(opt_profile(pytestconfig))
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from conformance.actions import (
 )
 from conformance.client import Client, Reply
 from conformance.env import Env
-from conformance.rules import check_equal
+from conformance.rules import check, check_equal
 
 _SPEC = [{"name": "m", "size": 1, "sha256": sha256(b"x")}]
 
@@ -150,3 +150,21 @@ def test_scoped_key_confined_to_its_prefixes(o41_env: Env, o41_api: Client) -> N
         scoped.open(hidden),
     ):
         expect_error(reply, 403, "forbidden", "AUTH-3", f"{reply.target} outside the scopes")
+
+
+@pytest.mark.rule("AUTH-3", "USAGE-1")
+@pytest.mark.scoped_key
+@pytest.mark.usage
+def test_usage_confined_to_readable_artifacts(o41_env: Env, o41_api: Client) -> None:
+    scoped = o41_env.client(key=o41_env.scoped_key, trail=o41_api.trail)
+    readable, hidden = o41_env.artifact("r-u"), o41_env.artifact("x-u")
+    for name in (readable, hidden):
+        commit_ok(o41_api, open_box(o41_api, name, "box-s"), "step-00000001", make_files({"m": 4}))
+    expect_ok(scoped.usage(readable), "AUTH-3", "usage of a readable artifact")
+    expect_error(scoped.usage(hidden), 403, "forbidden", "AUTH-3", "usage outside the scopes")
+    rows = expect_ok(scoped.usage(), "AUTH-3", "usage without an artifact")["transfers"]
+    seen = {r["artifact"] for r in rows}
+    check(readable in seen, "USAGE-1", f"{readable} missing from the key's usage")
+    allowed = (f"{o41_env.prefix}/r-", f"{o41_env.prefix}/w-")
+    leaked = sorted(a for a in seen if not a.startswith(allowed))
+    check_equal(leaked, [], "AUTH-3", "artifacts in usage the key cannot read")

@@ -13,6 +13,7 @@ from conformance.actions import (
     commit_ok,
     expect_error,
     expect_ok,
+    file_specs,
     make_files,
     open_box,
     start_upload,
@@ -133,25 +134,31 @@ def test_commit_fenced_when_upload_laundered_by_newer_token(o41_env: Env, o41_ap
 
 
 @pytest.mark.rule("FENCE-2")
-def test_write_invalid_when_token_unknown_or_foreign(o41_env: Env, o41_api: Client) -> None:
+def test_write_and_commit_invalid_when_token_unknown_or_foreign(
+    o41_env: Env, o41_api: Client
+) -> None:
     name, other = o41_env.artifact("tok"), o41_env.artifact("tok-other")
-    open_box(o41_api, name, "box-a")
+    a = open_box(o41_api, name, "box-a")
     foreign = open_box(o41_api, other, "box-o")
-    files = [
-        {
-            "name": "m",
-            "size": 0,
-            "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        }
-    ]
+    up = start_upload(o41_api, name, a.token, "step-00000001", make_files(TINY))
+    upload = expect_ok(up.write, "VER-4", "write by A")["upload"]
+    specs = [f.as_json() for f in file_specs(make_files(TINY))]
     for token, what in ((foreign.token, "token of another artifact"), ("tk_bogus", "unknown")):
         expect_error(
-            o41_api.write(name, token, "step-00000001", files),
+            o41_api.write(name, token, "step-00000002", specs),
             400,
             "invalid_argument",
             "FENCE-2",
             f"write with a {what} token",
         )
+        expect_error(
+            o41_api.commit(name, token, upload),
+            400,
+            "invalid_argument",
+            "FENCE-2",
+            f"commit with a {what} token",
+        )
+    check_equal(_state(o41_api, name)["latest"], None, "FENCE-2", "latest after bad tokens")
 
 
 def _commit_until_fenced(

@@ -196,13 +196,50 @@ def test_url_forbidden_when_expired(o41_expiring_env: Env, o41_trail: Trail) -> 
     body = expect_ok(reply, "READ-2", "read")
     expires = parse_time(body.get("urls_expire_at"))
     if expires is None:
+        o41_env.note("url_expiry", False, "the target gives no urls_expire_at")
         pytest.skip("optional capability: the target gives no urls_expire_at")
     lifetime = expires - reply.server_time
     if lifetime > o41_env.max_url_wait:
-        pytest.skip(f"optional capability: URLs live {lifetime:.0f}s > --max-url-wait")
+        reason = f"optional capability: URLs live {lifetime:.0f}s > --max-url-wait"
+        o41_env.note("url_expiry", False, reason)
+        pytest.skip(reason)
+    o41_env.note("url_expiry", True, f"URLs live {lifetime:.0f}s")
     url = body["files"][0]["url"]
     check_equal(o41_api.fetch(url).status, 200, "READ-2", "GET before expiry")
     deadline = reply.received_at + lifetime + 1.5
     while time.time() < deadline:  # wait out the lifetime the server declared
         time.sleep(min(0.25, max(0.0, deadline - time.time())))
     check_equal(o41_api.fetch(url).status, 403, "READ-4", "GET after urls_expire_at")
+
+
+VERSION_FIELDS = {
+    "artifact",
+    "version",
+    "step",
+    "location",
+    "size",
+    "created_at",
+    "epoch",
+    "holder",
+    "files",
+    "route",
+    "cross_cloud",
+}
+ARTIFACT_FIELDS = {"artifact", "epoch", "holder", "latest", "versions", "forked_from", "created_at"}
+
+
+@pytest.mark.rule("READ-1")
+def test_read_objects_carry_contract_fields(o41_env: Env, o41_api: Client) -> None:
+    a = open_box(o41_api, o41_env.artifact("fields"), "box-a", o41_env.topology.locations[0])
+    commit_ok(o41_api, a, "step-00000007", make_files({"m": 10, "n/o": 5}))
+    body = expect_ok(o41_api.read(a.artifact, "step-00000007"), "READ-1", "read")
+    check(VERSION_FIELDS <= set(body), "READ-1", f"Version lacks {VERSION_FIELDS - set(body)}")
+    check_equal(
+        (body["artifact"], body["step"], body["size"], body["epoch"], body["holder"]),
+        (a.artifact, 7, 15, a.epoch, "box-a"),
+        "READ-1",
+        "Version fields",
+    )
+    state = expect_ok(o41_api.artifact(a.artifact), "READ-1", "artifacts/read")
+    check(ARTIFACT_FIELDS <= set(state), "READ-1", f"lacks {ARTIFACT_FIELDS - set(state)}")
+    check(isinstance(a.opened.get("warnings"), list), "OPEN-1", "open warnings not a list")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from hypothesis import settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.env import Env
-from conformance.machine import ArtifactsMachine
-from conformance.machine_parts import shrink_time_limit
 
 ALL_RULES = (
     "OPEN-1",
@@ -39,7 +37,13 @@ ALL_RULES = (
 @pytest.mark.stateful
 @pytest.mark.rule(*ALL_RULES)
 def test_state_machine_agrees_with_model(
-    o41_env: Env, o41_settings: settings, o41_shrink_seconds: float
+    o41_env: Env, o41_settings: Any, o41_shrink_seconds: float
 ) -> None:
+    # Imported here: collecting the suite (e.g. with -m "not stateful") stays hypothesis-free.
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from conformance.machine import ArtifactsMachine
+    from conformance.machine_parts import shrink_time_limit
+
     with shrink_time_limit(o41_shrink_seconds):
         run_state_machine_as_test(lambda: ArtifactsMachine(o41_env), settings=o41_settings)

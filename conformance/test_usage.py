@@ -69,16 +69,37 @@ def test_usage_counts_writes_and_ranged_reads_per_route(o41_env: Env, o41_api: C
 
 
 @pytest.mark.rule("USAGE-1")
-def test_usage_prices_writes_by_the_box_cloud(o41_env: Env, o41_api: Client) -> None:
+def test_usage_prices_writes_by_the_box_cloud_and_lists_placements(
+    o41_env: Env, o41_api: Client
+) -> None:
     topo = o41_env.topology
     model = _model(expect_ok(o41_api.usage(), "USAGE-1", "usage"))
     for place in (topo.other_region(topo.clouds[0]), UNKNOWN_PLACE):
         name = o41_env.artifact("usage-w")
         a = open_box(o41_api, name, "box-a", place)
-        files = make_files({"m": 2_000_000}, 1)
+        files = make_files({"m": 1_500_000, "o": 500_000}, 1)
         commit_ok(o41_api, a, "step-00000001", files)
-        model.put(name, topo.placement(place).location, place, 2_000_000).settled = True
-        model.check(name, _usage(o41_api, name))
+        placement = topo.placement(place)
+        model.put(name, placement.location, place, 2_000_000).settled = True
+        usage = _usage(o41_api, name)
+        model.check(name, usage)
+        rows = [
+            t
+            for t in usage.get("transfers", [])
+            if t.get("direction") == "write" and t.get("artifact") == name
+        ]
+        check_equal(
+            [(r.get("version"), r.get("route"), r.get("bytes")) for r in rows],
+            [("step-00000001", placement.route, 2_000_000)],
+            "USAGE-1",
+            f"write transfer rows from {place}",
+        )
+        kinds = [
+            p.get("kind")
+            for p in usage.get("placements", [])
+            if Place.from_json(p.get("place")) == place
+        ]
+        check_equal(kinds, [placement.kind], "USAGE-1", f"placements of a box at {place}")
 
 
 @pytest.mark.rule("USAGE-1", "PLACE-3")
