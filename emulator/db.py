@@ -90,6 +90,10 @@ CREATE TABLE IF NOT EXISTS transfers (
     bytes INTEGER NOT NULL,
     PRIMARY KEY (direction, artifact, version, location, place, route)
 );
+-- The usage report reads transfers by artifact in (artifact, version, direction) order:
+-- covering that order means no sort and no table lookups, even over 100,000 rows.
+CREATE INDEX IF NOT EXISTS transfers_report
+    ON transfers (artifact, version, direction, location, place, route, bytes);
 CREATE TABLE IF NOT EXISTS api_keys (
     key_hash TEXT NOT NULL,
     prefix TEXT NOT NULL,

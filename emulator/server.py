@@ -11,6 +11,7 @@ count of unread body bytes in step so that keep-alive still finds the next reque
 
 from __future__ import annotations
 
+import gc
 import io
 import logging
 import socket
@@ -74,7 +75,12 @@ class EmulatorServer(BaseApplication):
             level=logging.WARNING if self.quiet else logging.INFO,
             format=LOG_FORMAT,
         )
-        return socket_bodies(create_app(self.settings, prepare=False))
+        app = socket_bodies(create_app(self.settings, prepare=False))
+        # Everything loaded so far lives as long as the worker: keep it out of the garbage
+        # collector's full passes, which a request building a big report (usage/read over
+        # tens of thousands of rows) can trigger.
+        gc.freeze()
+        return app
 
 
 class SocketBody:

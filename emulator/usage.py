@@ -11,6 +11,7 @@ from . import db, names
 from .backend import Backend, place_from_text
 from .keys import Principal
 from .locations import ROUTES, route
+from .prices import GB
 
 
 def record(
@@ -36,6 +37,17 @@ def record(
         )
 
 
+def _kind(
+    backend: Backend, direction: str, location: str, place: str, rt: str, routes: dict
+) -> tuple[dict, dict | None, float, dict, str]:
+    """What every transfer row of one direction, location, place and route shares."""
+    loc = backend.location(location)
+    p = place_from_text(place)
+    leaving = loc.cloud if direction == "read" else (p.cloud if p else None)
+    per_gb = backend.settings.prices.per_gb(rt, leaving)
+    return loc.json(), p.json() if p else None, per_gb, routes[rt], f"{direction}_bytes"
+
+
 def _place_json(text: str | None) -> dict | None:
     p = place_from_text(text)
     return p.json() if p is not None else None
@@ -52,28 +64,43 @@ def read_usage(backend: Backend, who: Principal, artifact: object | None) -> dic
         where, args = "", ()
     routes = {r: {"write_bytes": 0, "read_bytes": 0, "cost_usd": 0.0} for r in ROUTES}
     transfers = []
-    for row in conn.execute(
-        f"SELECT * FROM transfers {where} ORDER BY artifact, version, direction", args
-    ):
-        if not who.can("read", row["artifact"]):
+    # A report can list tens of thousands of rows but few artifacts and few kinds of row:
+    # scopes, places and prices are resolved once per artifact and per kind, rows are read
+    # as plain tuples, and the rows of one kind share their location and place dicts (a
+    # third of the allocations, and of the garbage collector's work, of fresh ones).
+    readable: dict[str, bool] = {}
+    kinds: dict[tuple[str, str, str, str], tuple[dict, dict | None, float, dict, str]] = {}
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    cursor.execute(
+        "SELECT direction, artifact, version, location, place, route, bytes FROM transfers "
+        f"{where} ORDER BY artifact, version, direction",
+        args,
+    )
+    for direction, art, version, location, place, rt, nbytes in cursor:
+        can = readable.get(art)
+        if can is None:
+            can = readable[art] = who.can("read", art)
+        if not can:
             continue
-        loc = backend.location(row["location"])
-        place = place_from_text(row["place"])
-        cost = prices.cost(
-            row["bytes"], row["direction"], row["route"], loc.cloud, place.cloud if place else None
-        )
-        agg = routes[row["route"]]
-        agg[f"{row['direction']}_bytes"] += row["bytes"]
+        kind = kinds.get((direction, location, place, rt))
+        if kind is None:
+            kind = kinds[direction, location, place, rt] = _kind(
+                backend, direction, location, place, rt, routes
+            )
+        loc_json, place_json, per_gb, agg, field = kind
+        cost = nbytes / GB * per_gb  # Prices.cost, with the price looked up once per kind
+        agg[field] += nbytes
         agg["cost_usd"] += cost
         transfers.append(
             {
-                "direction": row["direction"],
-                "artifact": row["artifact"],
-                "version": row["version"],
-                "location": loc.json(),
-                "place": place.json() if place else None,
-                "route": row["route"],
-                "bytes": row["bytes"],
+                "direction": direction,
+                "artifact": art,
+                "version": version,
+                "location": loc_json,  # shared by the rows of one kind: read-only
+                "place": place_json,
+                "route": rt,
+                "bytes": nbytes,
                 "cost_usd": cost,
             }
         )
