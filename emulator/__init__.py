@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .app import create_app
 from .config import Settings
+from .served import EmulatorDidNotStart, ServedEmulator
 
-__all__ = ["Settings", "create_app", "__version__"]
+__all__ = ["EmulatorDidNotStart", "ServedEmulator", "Settings", "create_app", "__version__"]
 __version__ = "0.1.0"

@@ -9,11 +9,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import signal
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,21 +18,15 @@ from pathlib import Path
 import pytest
 import requests
 
-REPO = Path(__file__).resolve().parent.parent
-EMULATOR_START_TIMEOUT = 30.0
+from emulator.served import ServedEmulator
 
 
-@dataclass
-class Emulator:
-    """A running ``o41-emulator serve`` subprocess."""
-
-    url: str
-    key: str
-    process: subprocess.Popen[str]
+class Emulator(ServedEmulator):
+    """A running ``o41-emulator serve`` subprocess, with what client tests need of it."""
 
     @property
     def api(self) -> str:
-        return self.url + "/api/v1"
+        return self.api_url
 
     def env(self, **extra: str) -> dict[str, str]:
         """An environment for a client process pointed at this emulator."""
@@ -56,46 +46,13 @@ class Emulator:
 
 def start_emulator(data_dir: Path, *extra: str) -> Emulator:
     """Start the emulator on a free port and wait until ``/_emulator/health`` answers."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "serve", "--host", "127.0.0.1", "--port", "0",
-         "--data-dir", str(data_dir), "--quiet", *extra],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    url = key = ""
-    deadline = time.monotonic() + EMULATOR_START_TIMEOUT
-    while not key and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        if m := re.search(r"listening on (http://\S+)", line):
-            url = m.group(1)
-        if m := re.search(r"O41_ARTIFACTS_API_KEY=(\S+)", line):
-            key = m.group(1)
-    if not url or not key:
-        proc.kill()
-        proc.communicate()
-        raise RuntimeError("the emulator did not print its URL and key")
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"{url}/_emulator/health", timeout=2).status_code == 200:
-                return Emulator(url, key, proc)
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    proc.communicate()
-    raise RuntimeError("the emulator never became healthy")
+    emu = Emulator("--data-dir", str(data_dir), *extra)
+    emu.start()
+    return emu
 
 
 def stop_emulator(emu: Emulator) -> None:
-    emu.process.send_signal(signal.SIGTERM)
-    try:
-        emu.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        emu.process.kill()
-        emu.process.wait()
-    if emu.process.stdout is not None:
-        emu.process.stdout.close()
+    emu.kill()
 
 
 @pytest.fixture(scope="session")

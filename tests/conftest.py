@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from emulator import Settings, create_app
+from emulator.served import ServedEmulator
 from tests.emulator_http import Http
 
 MOTO_KEYS = {"s3_access_key": "testing", "s3_secret_key": "testing"}
@@ -76,67 +72,13 @@ def artifact() -> str:
     return f"t{uuid.uuid4().hex[:10]}/run-{uuid.uuid4().hex[:6]}"
 
 
-class LiveEmulator:
-    """`o41-emulator serve` in a subprocess, as a user starts it."""
+class LiveEmulator(ServedEmulator):
+    """`o41-emulator serve` in a subprocess, as a user starts it, with a test client."""
 
     def __init__(self, args: list[str], env: dict | None = None) -> None:
-        import tempfile
-
-        # stderr goes to a file: a pipe nobody reads would block a chatty server.
-        self.stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "emulator", "serve", "--port", "0", "--quiet", *args],
-            stdout=subprocess.PIPE, stderr=self.stderr, text=True,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,  # its own process group, so `kill` takes every worker
-        )
-        assert self.proc.stdout is not None
-        self.lines = [self.proc.stdout.readline() for _ in range(3)]
-        match = re.search(r"listening on (http://\S+)", self.lines[0])
-        if not match:
-            self.stop()
-            raise RuntimeError(f"emulator did not start: {self.lines} {self.errors()}")
-        self.url = match.group(1)
+        super().__init__(*args, env=env)
+        self.start()
         self.http = Http(self.url)
-        self._wait_healthy()
-
-    def _wait_healthy(self) -> None:
-        import time
-
-        import requests
-
-        deadline = time.monotonic() + 60  # generous: CI machines can be loaded
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(self.url + "/_emulator/health", timeout=1).status_code == 200:
-                    return
-            except requests.ConnectionError:
-                time.sleep(0.02)
-        raise RuntimeError("emulator never became healthy")
-
-    def errors(self) -> str:
-        self.stderr.seek(0)
-        return self.stderr.read()
-
-    def kill(self) -> None:
-        """Stop at once (gunicorn's graceful stop takes over a second)."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.stop()
-
-    def stop(self) -> None:
-        """Stop as a user does (SIGTERM), which also removes a temporary data dir."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.stderr.close()
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ def test_committed_versions_survive_restart_on_same_data_dir(live_factory, tmp_p
 
 def test_temporary_data_dir_is_removed_at_exit(live_factory):
     emu = live_factory(temporary=True)
-    data_line = emu.errors()
+    data_line = emu.log()
     emu.stop()
     path = data_line.split("data in ")[1].split(" (temporary)")[0]
     import os
@@ -43,7 +43,7 @@ def test_temporary_data_dir_is_removed_at_exit(live_factory):
 
 def test_fault_is_announced_loudly(live_factory):
     emu = live_factory("--fault", "no-fencing")
-    assert "FAULT no-fencing is ON: breaks FENCE-2" in emu.errors()
+    assert "FAULT no-fencing is ON: breaks FENCE-2" in emu.log()
     assert emu.http.request("GET", "/_emulator/health", key=None).body["faults"] == ["no-fencing"]
 
 

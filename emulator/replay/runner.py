@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +24,7 @@ from typing import Any
 
 import requests
 
+from ..served import EmulatorDidNotStart, ServedEmulator
 from .proxy import Call, Recorder, RecordingProxy
 from .scenario import Box, Scenario
 
@@ -80,56 +79,21 @@ class Replay:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass
-class Emulator:
-    url: str
-    key: str
-    process: subprocess.Popen[str]
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+class Emulator(ServedEmulator):
+    """The scenario's fresh emulator, with the reads the checks make of it."""
 
     def get(self, path: str, **params: str) -> requests.Response:
-        return requests.get(f"{self.url}/api/v1{path}", params=params, timeout=30,
-                            headers={"Authorization": f"Bearer {self.key}"})
+        return requests.get(f"{self.api_url}{path}", params=params, timeout=30,
+                            headers=self.auth)
 
 
 def start_emulator(data_dir: Path, extra: Sequence[str] = ()) -> Emulator:
-    """``python -m emulator serve --port 0``; parse the printed URL and key; wait for health."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "serve", "--host", "127.0.0.1", "--port", "0",
-         "--data-dir", str(data_dir), "--quiet", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        cwd=Path(__file__).resolve().parents[2])
-    assert proc.stdout is not None
-    url = key = ""
-    while not key:
-        line = proc.stdout.readline()
-        if not line:
-            proc.wait()
-            raise HarnessError(f"the emulator exited ({proc.returncode}) before it listened")
-        if m := re.search(r"listening on (http://\S+)", line):
-            url = m.group(1)
-        if m := re.search(r"O41_ARTIFACTS_API_KEY=(\S+)", line):
-            key = m.group(1)
-    emu = Emulator(url, key, proc)
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"{url}/_emulator/health", timeout=2).status_code == 200:
-                return emu
-        except requests.ConnectionError:
-            pass
-        time.sleep(POLL)
-    emu.stop()
-    raise HarnessError("the emulator never became healthy")
+    """``o41-emulator serve --port 0`` on `data_dir`, healthy, or a HarnessError."""
+    emu = Emulator("--data-dir", str(data_dir), *extra, start_timeout=START_TIMEOUT)
+    try:
+        return emu.start()
+    except EmulatorDidNotStart as exc:
+        raise HarnessError(str(exc)) from None
 
 
 def absolute_args(command: Sequence[str], cwd: Path) -> list[str]:
