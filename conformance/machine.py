@@ -10,6 +10,7 @@ never collide and forks can land on empty or non-empty artifacts alike.
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from typing import Any
 
 from hypothesis import strategies as st
@@ -68,6 +69,7 @@ class ArtifactsMachine(RuleBasedStateMachine):
         self.unprobed: list[MBox] = []
         self.unverified: list[VersionModel] = []
         self.labels = itertools.count(1)
+        self.refusals: dict[str, str] = {}
         self.touches: dict[str, int] = {name: 1 for name in self.names.values()}
         self.read_touches: dict[str, int] = dict(self.touches)
         self.seen: dict[str, dict[str, int]] = {}
@@ -102,6 +104,7 @@ class ArtifactsMachine(RuleBasedStateMachine):
         source = parse_fork(resume) if resume not in (None, "latest") else None
         self._touch(name, *([source[0]] if source else []))
         if not outcome.ok:
+            self.refusals[name] = outcome.rule
             if outcome.code == "not_found" and reply.code == "not_empty":
                 outcome = OpenOutcome(409, "not_empty", "FORK-1")  # both apply: either is right
             expect_error(reply, outcome.status, str(outcome.code), outcome.rule, "open")
@@ -144,6 +147,7 @@ class ArtifactsMachine(RuleBasedStateMachine):
     def open_with_read_key(self, alias: str, resume: str) -> None:
         reader = self.api.with_key(self.env.read_key)
         reply = reader.open(self.names[alias], None if resume == "fresh" else "latest")
+        self.refusals[self.names[alias]] = "AUTH-2"
         self._touch(self.names[alias])
         expect_error(reply, 403, "forbidden", "AUTH-2", "open with a read-only key")
 
@@ -306,13 +310,15 @@ class ArtifactsMachine(RuleBasedStateMachine):
             alias = name.rsplit("/", 1)[-1]
             art = self.model.artifacts.get(name)
             reply = self.api.artifact(name)
+            refused = self.refusals.pop(name, None)  # a refused open since the last look
             if art is None:
                 expect_error(
-                    reply, 404, "not_found", "FENCE-4", f"artifact {alias} that no open created"
+                    reply, 404, "not_found", refused or "FENCE-4", f"{alias}, never opened"
                 )
                 continue
             body = expect_ok(reply, "READ-1", f"artifacts/read of {alias}")
-            check_equal(body.get("epoch"), art.epoch, "FENCE-1", f"epoch of {alias}")
+            epoch_rule = "FENCE-4" if refused else "FENCE-1"
+            check_equal(body.get("epoch"), art.epoch, epoch_rule, f"epoch of {alias}")
             check_equal(body.get("holder"), art.holder, "FENCE-2", f"holder of {alias}")
             latest = art.latest
             check_equal(
@@ -380,5 +386,7 @@ class ArtifactsMachine(RuleBasedStateMachine):
             return
         for name in self._changed("usage_agrees", reads=True):
             if name in self.model.artifacts:
-                body = expect_ok(self.api.usage(name), "USAGE-1", f"usage of {name}")
-                self.usage.check(name, body)
+                self.usage.check_settled(name, partial(self._usage_of, name))
+
+    def _usage_of(self, name: str) -> dict[str, Any]:
+        return expect_ok(self.api.usage(name), "USAGE-1", f"usage of {name}")

@@ -127,6 +127,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if bad:
         raise pytest.UsageError(f"--rules: unknown rule ids {bad}; known: {sorted(RULES)}")
     config.stash[PREFIX] = config.getoption("prefix") or f"conf-{secrets.token_hex(4)}"
+    target = config.getoption("target")
+    if target and target != "spawn":
+        if not (config.getoption("api_key") or os.environ.get("O41_ARTIFACTS_API_KEY")):
+            raise pytest.UsageError("--target URL needs --api-key or $O41_ARTIFACTS_API_KEY")
     if config.getoption("target"):
         config.stash[COLLECTOR] = Collector()
 

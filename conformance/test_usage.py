@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from conformance.actions import (
@@ -34,7 +36,7 @@ def test_usage_counts_writes_and_ranged_reads_per_route(o41_env: Env, o41_api: C
     topo = o41_env.topology
     home = topo.locations[0]
     readers = [p for p in topo.locations if p.cloud != home.cloud][:1] + [UNKNOWN_PLACE]
-    readers.append(topo.other_region(home.cloud))
+    readers += [topo.other_region(home.cloud), None]  # no place: billed as cross_cloud
     name = o41_env.artifact("usage")
     model = _model(expect_ok(o41_api.usage(), "USAGE-1", "usage"))
     a = open_box(o41_api, name, "box-a", home)
@@ -55,8 +57,7 @@ def test_usage_counts_writes_and_ranged_reads_per_route(o41_env: Env, o41_api: C
         "READ-3",
         "range past the end",
     )
-    usage = _usage(o41_api, name)
-    model.check(name, usage)
+    usage = model.check_settled(name, lambda: _usage(o41_api, name))
     rows = [
         t
         for t in usage.get("transfers", [])
@@ -81,8 +82,7 @@ def test_usage_prices_writes_by_the_box_cloud_and_lists_placements(
         commit_ok(o41_api, a, "step-00000001", files)
         placement = topo.placement(place)
         model.put(name, placement.location, place, 2_000_000).settled = True
-        usage = _usage(o41_api, name)
-        model.check(name, usage)
+        usage = model.check_settled(name, partial(_usage, o41_api, name))
         rows = [
             t
             for t in usage.get("transfers", [])

@@ -9,11 +9,13 @@ bound (every byte PUT) and accepts anything in between.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.model import DEFAULT_PRICES, ROUTES, Place, price_per_gb, route_between
-from conformance.rules import check
+from conformance.rules import RuleViolation, check
 
 __all__ = ["Charge", "UsageModel", "close"]
 
@@ -70,6 +72,23 @@ class UsageModel:
             row["cost_hi"] += c.cost
             row["cost_lo"] += c.cost if c.settled else 0.0
         return out
+
+    def check_settled(
+        self, artifact: str, fetch: Callable[[], dict[str, Any]], within: float = 3.0
+    ) -> dict[str, Any]:
+        """:meth:`check` a usage answer, re-reading it for up to ``within`` seconds while it
+        disagrees: an implementation may meter a download only after the last byte left,
+        which can be after the client has it all. Returns the last answer."""
+        deadline = time.monotonic() + within
+        while True:
+            usage = fetch()
+            try:
+                self.check(artifact, usage)
+                return usage
+            except RuleViolation:
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.05)
 
     def check(self, artifact: str, usage: dict[str, Any]) -> None:
         """Compare ``GET /usage/read?artifact=`` with the model (USAGE-1)."""

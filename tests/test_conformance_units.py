@@ -302,3 +302,12 @@ def test_bundled_scenarios_match_fixtures() -> None:
     assert [(s.name, s.rules, s.steps) for s in bundled] == [
         (s.name, s.rules, s.steps) for s in fixtures
     ]
+
+
+def test_public_surface_and_no_emulator_import() -> None:
+    """The package exports its names and never imports the emulator it judges."""
+    import conformance
+
+    assert set(conformance.__all__) <= set(dir(conformance))
+    sources = "\n".join(p.read_text() for p in (REPO / "conformance").glob("*.py"))
+    assert not re.search(r"^\s*(from|import)\s+emulator\b", sources, re.MULTILINE)
