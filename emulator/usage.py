@@ -23,7 +23,8 @@ def record(
     place: str | None,
     nbytes: int,
 ) -> None:
-    if nbytes <= 0:
+    """Add `nbytes` to a transfer row; a negative amount corrects an earlier optimistic one."""
+    if nbytes == 0:
         return
     loc = backend.location(location_id)
     r = route(loc.place, place_from_text(place))

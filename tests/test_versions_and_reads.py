@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.emulator_http import AWS, Box, sha
@@ -228,3 +230,17 @@ def test_expired_uncommitted_upload_is_reclaimed_with_its_bytes(http, app, artif
     with pytest.raises(ObjectMissing):
         backend.storage.size(backend.location("aws/us-east-1").bucket,
                              f"{artifact}/{w.body['upload']}/a")
+
+
+def test_usage_counts_a_download_as_soon_as_the_client_has_it(live_factory, artifact):
+    import requests
+
+    box = Box(live_factory().http, artifact, AWS)
+    box.open()
+    data = os.urandom(300_000)
+    box.checkpoint("step-00000001", {"blob": data})
+    url = box.read(place="gcp/europe-west4").body["files"][0]["url"]
+    for n in range(1, 21):  # read usage right after each download: no wait, no retry
+        assert requests.get(url, timeout=30).content == data
+        reads = [t for t in box.usage().body["transfers"] if t["direction"] == "read"]
+        assert [t["bytes"] for t in reads] == [n * len(data)]

@@ -44,16 +44,15 @@ def _byte_range(size: int) -> tuple[int, int] | None:
     return span
 
 
-def _metered(be: Backend, chunks: Iterator[bytes], meta: dict, location_id: str) -> Iterator[bytes]:
-    """Yield the body and record the bytes actually sent, even when the client hangs up."""
-    # Runs after the view returned, outside the app context: hence the explicit backend.
+def _metered(chunks: Iterator[bytes], done: Callable[[int], None]) -> Iterator[bytes]:
+    """Yield the body, then report the bytes actually sent, even when the client hangs up."""
     sent = 0
     try:
         for chunk in chunks:
             yield chunk
             sent += len(chunk)
     finally:
-        usage.record(be, "read", meta["a"], meta["v"], location_id, meta.get("r"), sent)
+        done(sent)
 
 
 def _cut(chunks: Iterator[bytes], limit: int) -> Iterator[bytes]:
@@ -140,12 +139,17 @@ def get_object(cloud: str, region: str, key: str) -> Response:
     g.log = (f"{meta['a']} {meta['v']}", f"{start}-{stop} of {size} bytes")
     if request.method == "HEAD":
         return Response(status=status, headers=headers)
+    # The whole range is metered before its first byte leaves, and corrected down if fewer
+    # bytes went out: a client that has every byte and then reads usage must find them.
+    expected = stop - start
+    usage.record(be, "read", meta["a"], meta["v"], location_id, meta.get("r"), expected)
+
+    def done(sent: int) -> None:  # runs after the view, outside the app context
+        usage.record(be, "read", meta["a"], meta["v"], location_id, meta.get("r"), sent - expected)
+
     cut = g.get("cut_after_bytes")
     open_file = getattr(be.storage, "open_file", None)
     if open_file is not None and cut is None:
-
-        def done(sent: int) -> None:  # runs after the view, outside the app context
-            usage.record(be, "read", meta["a"], meta["v"], location_id, meta.get("r"), sent)
 
         try:
             fh = open_file(loc.bucket, key)
@@ -157,7 +161,7 @@ def get_object(cloud: str, region: str, key: str) -> Response:
     chunks = be.storage.read(loc.bucket, key, start, stop - start)
     if cut is not None:
         chunks = _cut(chunks, cut)
-    body = _metered(be, chunks, meta, location_id)
+    body = _metered(chunks, done)
     return Response(body, status=status, headers=headers, direct_passthrough=True)
 
 
