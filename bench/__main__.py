@@ -1,0 +1,213 @@
+"""`python -m bench`: measure the emulator against its references and print one table.
+
+Every figure is measured in this one run, on this machine, beside what it is compared with
+(raw loopback, moto's S3 server, the emulator's own trivial endpoint, the one-version
+artifact). Nothing here is a test: the test suite has no timed assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import control, dataplane, scale, startup
+from .report import Row, limit_row, markdown_table, missing_row, ratio_row, text_table
+from .servers import REPO, Emulator, Moto
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+GOAL_MISSED = 3  # exit status when the run completed but a goal does not hold
+
+
+@dataclass(frozen=True)
+class Plan:
+    size_mib: int
+    rounds: int
+    reads: int
+    parts: int
+    clients: int
+    seconds: float
+    versions: int
+    transfers: int
+    samples: int
+    cold: int
+    conformance: bool
+
+
+FULL = Plan(1024, 2, 2, 8, 16, 3.0, 10_000, 100_000, 200, 5, True)
+QUICK = Plan(8, 1, 1, 8, 16, 0.3, 200, 2_000, 5, 1, False)
+
+
+def _size(mib: int) -> str:
+    return f"{mib // 1024} GiB" if mib % 1024 == 0 else f"{mib} MiB"
+
+
+def run_dataplane(plan: Plan, work: Path, rows: list[Row], log) -> None:
+    path = work / "checkpoint.bin"
+    log(f"writing a {_size(plan.size_mib)} checkpoint file")
+    sha = dataplane.make_file(path, plan.size_mib << 20)
+    log("loopback")
+    passes = plan.reads * plan.rounds
+    limit = dataplane.loopback(path, work, passes, plan.parts)
+    emu = Emulator(work / "data-dataplane", work)
+    try:
+        log("emulator up and down")
+        ours = dataplane.through_emulator(emu, path, sha, plan.rounds, plan.reads, plan.parts)
+    finally:
+        emu.stop()
+        shutil.rmtree(work / "data-dataplane", ignore_errors=True)
+    log("loopback again")  # the best of before and after: drift on shared cores hits both
+    limit = max(limit, dataplane.loopback(path, work, passes, plan.parts))
+    moto = Moto(work)
+    try:
+        log("moto up and down")
+        theirs = dataplane.through_moto(moto, path, plan.rounds, plan.reads, plan.parts)
+    finally:
+        moto.stop()
+    path.unlink()
+    what = f"{_size(plan.size_mib)}, {plan.parts} ranged GETs"
+    rows += [
+        ratio_row(f"read {what}", ours.best_read, limit, "MB/s", "loopback", ">=", 0.5),
+        ratio_row(f"read {what}", ours.best_read, theirs.best_read, "MB/s", "moto", ">=", 3),
+        ratio_row(f"upload {_size(plan.size_mib)}, signed PUT", ours.best_upload,
+                  theirs.best_upload, "MB/s", "moto", ">=", 3),
+        limit_row("peak RSS streaming up and down", ours.peak_rss_mb, "MB", "<=", 150,
+                  theirs.peak_rss_mb, "moto"),
+    ]
+    rows[-1].note = (f"sum of VmHWM over gunicorn's master and workers; {ours.idle_rss_mb:.0f} MB "
+                     f"idle before streaming; peak PSS (shared pages counted once) "
+                     f"{ours.peak_pss_mb:.0f} MB; moto {theirs.idle_rss_mb:.0f} MB idle")
+
+
+def run_control(plan: Plan, work: Path, rows: list[Row], log) -> None:
+    emu, moto = Emulator(work / "data-control", work), Moto(work)
+    try:
+        log(f"request rates, {plan.clients} clients")
+        r = control.control_plane(emu, moto, plan.clients, plan.seconds)
+    finally:
+        emu.stop()
+        moto.stop()
+    fig = f"versions/read urls=1, {plan.clients} clients"
+    rows += [
+        ratio_row(fig, r.read.per_second, r.trivial.per_second, "req/s", "health", ">=", 0.5),
+        ratio_row(fig, r.read.per_second, r.moto_head.per_second, "req/s", "moto HEAD", ">=", 2),
+    ]
+
+
+def run_scale(plan: Plan, work: Path, rows: list[Row], log) -> None:
+    log(f"seeding {plan.versions:,} versions and {plan.transfers:,} transfers")
+    lat = scale.scale(work / "data-scale", work, plan.versions, plan.transfers, plan.samples)
+    many = f"{plan.versions:,} versions vs 1"
+    rows += [
+        ratio_row(f"artifacts/open, {many}", lat.open_many * 1e3, lat.open_one * 1e3, "ms",
+                  "1 version", "<=", 1.5),
+        ratio_row(f"versions/read urls=1, {many}", lat.read_many * 1e3, lat.read_one * 1e3,
+                  "ms", "1 version", "<=", 1.5),
+        limit_row(f"usage/read, {lat.transfers:,} transfers", lat.usage_big * 1e3, "ms", "<",
+                  100, lat.usage_small * 1e3, "2 transfers"),
+    ]
+    rows[-1].note = (f"{lat.transfers:,} metered requests (2 PUTs and 8 ranged GETs per version) "
+                     f"are {lat.rows:,} report rows; with {lat.transfers:,} rows that never "
+                     f"aggregate: {lat.usage_worst * 1e3:,.0f} ms (no goal)")
+
+
+def run_startup(plan: Plan, work: Path, rows: list[Row], log) -> None:
+    log("cold starts")
+    ours, theirs = startup.cold_starts(work, plan.cold)
+    rows.append(limit_row("cold start to healthy", ours, "s", "<=", 0.5, theirs, "moto"))
+    goal = "<= 60.00 s"
+    if not plan.conformance:
+        rows.append(missing_row("conformance suite, default profile", goal, "skipped (--quick)"))
+        return
+    log("conformance suite")
+    suite = startup.conformance(work, timeout=600)
+    if suite.seconds is None:
+        rows.append(missing_row("conformance suite, default profile", goal, suite.summary))
+        return
+    row = limit_row("conformance suite, default profile", suite.seconds, "s", "<=", 60)
+    row.note = suite.summary + ("" if suite.ok else " (the suite did not pass)")
+    rows.append(row)
+
+
+SECTIONS = {"dataplane": run_dataplane, "control": run_control, "scale": run_scale,
+            "startup": run_startup}
+
+
+def _memory_dir(plan: Plan) -> str | None:
+    """/dev/shm when it can hold a run's files: the figures are then the servers', not the
+    disk's (a VM's disk can be slower than every upload measured here)."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        free = os.statvfs(shm).f_bavail * os.statvfs(shm).f_frsize
+        if free > (plan.size_mib << 20) * (2 * plan.rounds + 2):
+            return str(shm)
+    return None
+
+
+def _where(work: Path) -> str:
+    """The file system the run's files lived on, from /proc/mounts."""
+    best, kind = "", "?"
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _, point, fstype = line.split()[:3]
+        if str(work.resolve()).startswith(point) and len(point) > len(best):
+            best, kind = point, fstype
+    return f"{kind} (mounted at {best})"
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in
+                  Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor())
+    return f"{os.cpu_count()} cores ({model}), Python {platform.python_version()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes and short runs (a smoke run of every row)")
+    ap.add_argument("--only", action="append", choices=sorted(SECTIONS),
+                    help="run only this section (repeatable)")
+    ap.add_argument("--write-docs", action="store_true",
+                    help=f"replace the results block of docs/performance.md ({BEGIN})")
+    ap.add_argument("--workdir", type=Path, help="keep logs and data here (default: temporary)")
+    args = ap.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    command = "python -m bench" + "".join(f" {shlex.quote(a)}" for a in (argv or sys.argv[1:]))
+
+    def log(msg: str) -> None:
+        print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    rows: list[Row] = []
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="o41-bench-", dir=_memory_dir(plan)) as tmp:
+        work = args.workdir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for name in args.only or SECTIONS:
+            SECTIONS[name](plan, work, rows, log)
+    header = (f"command: {command}\nmachine: {machine()}\ndata: {_where(work)}\n"
+              f"load average (1 min): {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(header + "\n\n" + text_table(rows))
+    if args.write_docs:
+        write_docs(header, markdown_table(rows))
+    return 0 if all(r.holds is not False for r in rows) else GOAL_MISSED
+
+
+def write_docs(header: str, table: str) -> None:
+    doc = REPO / "docs" / "performance.md"
+    text = doc.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{doc} has no {BEGIN} ... {END} block")
+    head, rest = text.split(BEGIN, 1)
+    block = "```\n" + header + "\n```\n\n" + table + "\n"
+    doc.write_text(head + BEGIN + "\n" + block + END + rest.split(END, 1)[1])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""`python -m bench --quick` runs end to end and prints every row of its table.
+
+Only the shape is checked: timing has no place in the test suite (the benchmark is its
+own command, and its figures are in docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GOAL_MISSED = 3
+
+FIGURES = [
+    "read 8 MiB, 8 ranged GETs",
+    "upload 8 MiB, signed PUT",
+    "peak RSS streaming up and down",
+    "versions/read urls=1, 16 clients",
+    "artifacts/open, 200 versions vs 1",
+    "versions/read urls=1, 200 versions vs 1",
+    "usage/read, 2,000 transfers",
+    "cold start to healthy",
+    "conformance suite, default profile",
+]
+
+
+def test_quick_bench_prints_every_row(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--workdir", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode in (0, GOAL_MISSED), done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("-----"))
+    rows = lines[rule + 1 : lines.index("notes:") if "notes:" in lines else None]
+    assert len(rows) == 11, done.stdout
+    for figure in FIGURES:
+        assert any(row.startswith(figure) for row in rows), figure
+    assert "command: python -m bench --quick" in done.stdout
+    assert "machine: " in done.stdout and " cores " in done.stdout
