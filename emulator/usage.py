@@ -7,6 +7,8 @@ one row. Costs are computed from the price table when the report is read.
 
 from __future__ import annotations
 
+import json
+
 from . import db, names
 from .backend import Backend, place_from_text
 from .keys import Principal
@@ -38,15 +40,72 @@ def record(
         )
 
 
-def _kind(
-    backend: Backend, direction: str, location: str, place: str, rt: str, routes: dict
-) -> tuple[dict, dict | None, float, dict, str]:
-    """What every transfer row of one direction, location, place and route shares."""
-    loc = backend.location(location)
-    p = place_from_text(place)
-    leaving = loc.cloud if direction == "read" else (p.cloud if p else None)
-    per_gb = backend.settings.prices.per_gb(rt, leaving)
-    return loc.json(), p.json() if p else None, per_gb, routes[rt], f"{direction}_bytes"
+class RawJSON(str):
+    """JSON text made by SQLite, to be spliced into a reply as it is, not encoded again."""
+
+
+def _transfer_kinds(backend: Backend, conn, where: str, args: tuple) -> list[tuple]:
+    """The few kinds of transfer row (direction, location, place, route), priced once each."""
+    kinds = []
+    for direction, location, place, rt in conn.execute(
+        f"SELECT DISTINCT direction, location, place, route FROM transfers AS t {where}", args
+    ):
+        loc = backend.location(location)
+        p = place_from_text(place)
+        leaving = loc.cloud if direction == "read" else (p.cloud if p else None)
+        per_gb = backend.settings.prices.per_gb(rt, leaving)
+        place_json = json.dumps(p.json()) if p else "null"
+        kinds.append((direction, location, place, rt, per_gb, json.dumps(loc.json()), place_json))
+    return kinds
+
+
+def _where(conn, who: Principal, artifact: str | None) -> tuple[str, tuple]:
+    """Rows of `artifact` (or all) that the key can read; usually no scope filter is needed."""
+    if artifact is not None:
+        return "WHERE t.artifact = ?", (artifact,)
+    artifacts = [a for (a,) in conn.execute("SELECT DISTINCT artifact FROM transfers")]
+    readable = [a for a in artifacts if who.can("read", a)]
+    if len(readable) == len(artifacts):
+        return "", ()
+    return "WHERE t.artifact IN (SELECT value FROM json_each(?))", (json.dumps(readable),)
+
+
+def _transfers(backend: Backend, who: Principal, artifact: str | None,
+               routes: dict) -> RawJSON:
+    """Every transfer row as JSON, built inside SQLite: a report can hold tens of thousands
+    of rows, and shaping and encoding them in Python took most of the call's time."""
+    conn = backend.conn()
+    where, args = _where(conn, who, artifact)
+    kinds = _transfer_kinds(backend, conn, where, args)
+    if not kinds:
+        return RawJSON("[]")
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(kinds))
+    prefix = (
+        "WITH kinds (direction, location, place, route, per_gb, loc_json, place_json) "
+        f"AS (VALUES {values}) "
+    )
+    # CROSS JOIN keeps transfers as the outer loop, so rows come in the report index's order.
+    join = ("FROM transfers AS t CROSS JOIN kinds AS k ON k.direction = t.direction "
+            "AND k.location = t.location AND k.place = t.place AND k.route = t.route")
+    params = tuple(v for kind in kinds for v in kind) + args
+    for rt, direction, nbytes, cost in conn.execute(
+        f"{prefix} SELECT t.route, t.direction, SUM(t.bytes), SUM(t.bytes * k.per_gb) / {GB}.0 "
+        f"{join} {where} GROUP BY t.route, t.direction",
+        params,
+    ):
+        routes[rt][f"{direction}_bytes"] += nbytes
+        routes[rt]["cost_usd"] += cost
+    (text,) = conn.execute(
+        f"{prefix} SELECT json_group_array(json_object("
+        "'direction', direction, 'artifact', artifact, 'version', version, "
+        "'location', json(loc_json), 'place', json(place_json), 'route', route, "
+        "'bytes', bytes, 'cost_usd', cost_usd)) FROM ("
+        "SELECT t.direction, t.artifact, t.version, k.loc_json, k.place_json, t.route, t.bytes, "
+        f"t.bytes * k.per_gb / {GB}.0 AS cost_usd {join} {where} "
+        "ORDER BY t.artifact, t.version, t.direction)",
+        params,
+    ).fetchone()
+    return RawJSON(text)
 
 
 def _place_json(text: str | None) -> dict | None:
@@ -54,57 +113,20 @@ def _place_json(text: str | None) -> dict | None:
     return p.json() if p is not None else None
 
 
-def read_usage(backend: Backend, who: Principal, artifact: object | None) -> dict:
+def read_usage(backend: Backend, who: Principal, artifact: object | None, *,
+               raw_transfers: bool = False) -> dict:
+    """The usage report; with `raw_transfers`, `transfers` is SQLite-made `RawJSON` text
+    for the HTTP layer to splice in, else a list of dicts."""
     conn = backend.conn()
     prices = backend.settings.prices
+    name = None
     if artifact is not None:
         name = names.artifact_name(artifact)
         who.require("read", name)
-        where, args = "WHERE artifact = ?", (name,)
-    else:
-        where, args = "", ()
+    args = (name,) if name is not None else ()
     routes = {r: {"write_bytes": 0, "read_bytes": 0, "cost_usd": 0.0} for r in ROUTES}
-    transfers = []
-    # A report can list tens of thousands of rows but few artifacts and few kinds of row:
-    # scopes, places and prices are resolved once per artifact and per kind, rows are read
-    # as plain tuples, and the rows of one kind share their location and place dicts (a
-    # third of the allocations, and of the garbage collector's work, of fresh ones).
-    readable: dict[str, bool] = {}
-    kinds: dict[tuple[str, str, str, str], tuple[dict, dict | None, float, dict, str]] = {}
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    cursor.execute(
-        "SELECT direction, artifact, version, location, place, route, bytes FROM transfers "
-        f"{where} ORDER BY artifact, version, direction",
-        args,
-    )
-    for direction, art, version, location, place, rt, nbytes in cursor:
-        can = readable.get(art)
-        if can is None:
-            can = readable[art] = who.can("read", art)
-        if not can:
-            continue
-        kind = kinds.get((direction, location, place, rt))
-        if kind is None:
-            kind = kinds[direction, location, place, rt] = _kind(
-                backend, direction, location, place, rt, routes
-            )
-        loc_json, place_json, per_gb, agg, field = kind
-        cost = nbytes / GB * per_gb  # Prices.cost, with the price looked up once per kind
-        agg[field] += nbytes
-        agg["cost_usd"] += cost
-        transfers.append(
-            {
-                "direction": direction,
-                "artifact": art,
-                "version": version,
-                "location": loc_json,  # shared by the rows of one kind: read-only
-                "place": place_json,
-                "route": rt,
-                "bytes": nbytes,
-                "cost_usd": cost,
-            }
-        )
+    raw = _transfers(backend, who, name, routes)
+    transfers = raw if raw_transfers else json.loads(raw)
     placements = []
     clauses = "WHERE placement != 'local'" + (" AND artifact = ?" if artifact is not None else "")
     for row in conn.execute(

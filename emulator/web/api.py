@@ -10,7 +10,7 @@ from .. import names
 from ..backend import Backend
 from ..errors import InvalidArgument, PayloadTooLarge
 from ..opening import open_artifact, read_artifact
-from ..usage import read_usage
+from ..usage import RawJSON, read_usage
 from ..versions import commit_version, list_versions, read_version, write_version
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -61,6 +61,16 @@ def query(*names_: str) -> None:
     repeated = [k for k in request.args if len(request.args.getlist(k)) > 1]
     if repeated:
         raise InvalidArgument(f"query parameter {repeated[0]!r} is given more than once")
+
+
+def json_reply(obj: dict) -> Response:
+    """A JSON reply whose top-level `RawJSON` values (text SQLite already made) are spliced
+    in as they are; encoding tens of thousands of rows again would cost more than the call."""
+    raw = {k: v for k, v in obj.items() if isinstance(v, RawJSON)}
+    text = json.dumps({k: v for k, v in obj.items() if k not in raw})
+    if raw:
+        text = text[:-1] + "".join(f", {json.dumps(k)}: {v}" for k, v in raw.items()) + "}"
+    return Response(text, mimetype="application/json")
 
 
 def query_place() -> names.Place | None:
@@ -172,6 +182,6 @@ def artifacts_read() -> Response:
 def usage_read() -> Response:
     query("artifact")
     artifact = request.args.get("artifact")
-    out = read_usage(backend(), g.who, artifact)
+    out = read_usage(backend(), g.who, artifact, raw_transfers=True)
     g.log = (artifact or "*", f"total ${out['total_cost_usd']:.4f}")
-    return jsonify(out)
+    return json_reply(out)
