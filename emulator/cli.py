@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import sys
 import tempfile
@@ -14,8 +15,25 @@ from .config import DEFAULT_KEY, Settings, load_toml
 from .faults import FAULTS
 
 
+class _Commands(click.Group):
+    """Commands whose modules load only when they run: `serve` starts faster without the
+    replay harness's imports."""
+
+    lazy = {"replay": ("emulator.replay.command", "replay")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module, attr = self.lazy[name]
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
 @click.group(
-    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "O41_EMULATOR"}
+    cls=_Commands,
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "O41_EMULATOR"},
 )
 @click.version_option(package_name="o41-artifacts-emulator")
 def main() -> None:
@@ -199,6 +217,3 @@ def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | No
     click.echo(render(table))
 
 
-from .replay.command import replay  # noqa: E402 - the harness lives in emulator/replay/
-
-main.add_command(replay)
