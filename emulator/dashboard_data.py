@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .backend import Backend, iso, place_from_text
+from .backend import Backend, place_from_text
 from .keys import ANYONE
 from .locations import ROUTES
 from .usage import read_usage
@@ -73,14 +73,6 @@ class ArtifactView:
         return [lane.holder for lane in self.lanes if lane.fenced_by is not None]
 
 
-def _opened_at(value: object) -> str:
-    """Tokens keep the open's time as epoch seconds (as text); other tables keep ISO text."""
-    try:
-        return iso(float(value))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(value or "")
-
-
 def artifacts(backend: Backend) -> list[ArtifactView]:
     """Every artifact with its timeline of opens, versions, refused uploads and forks."""
     conn = backend.conn()
@@ -99,7 +91,7 @@ def artifacts(backend: Backend) -> list[ArtifactView]:
     lanes: dict[str, dict[int, Lane]] = defaultdict(dict)
     for row in conn.execute("SELECT * FROM tokens ORDER BY artifact, epoch"):
         lanes[row["artifact"]][row["epoch"]] = Lane(
-            row["epoch"], row["holder"], row["place"], _opened_at(row["created_at"]), None
+            row["epoch"], row["holder"], row["place"], row["created_at"], None
         )
     for row in conn.execute(
         "SELECT artifact, version, step, location, size, epoch, holder, placement, created_at "

@@ -95,7 +95,7 @@ def open_artifact(
         conn.execute(
             "INSERT INTO tokens (token, artifact, epoch, holder, place, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (token, name, epoch, holder, place_text(place), now),
+            (token, name, epoch, holder, place_text(place), iso(now)),
         )
         resume_from = (
             version_json(backend, resume_row, place, base_url=base_url)
