@@ -27,8 +27,8 @@ def base_url() -> str:
 def body(*fields: str) -> dict:
     """The JSON object of a request, read with a size limit; anything else is 400.
 
-    With `fields`, any other key is refused: a typo such as `"resme"` must not silently
-    turn a resume into a fresh start.
+    Keys other than `fields` are refused: a typo such as `"resme"` must not silently turn a
+    resume into a fresh start.
     """
     limit = backend().settings.max_json_bytes
     if request.content_length is not None and request.content_length > limit:
@@ -45,7 +45,7 @@ def body(*fields: str) -> dict:
         raise InvalidArgument("request body is not valid JSON") from None
     if not isinstance(data, dict):
         raise InvalidArgument("request body must be a JSON object")
-    unknown = sorted(set(data) - set(fields)) if fields else []
+    unknown = sorted(set(data) - set(fields))
     if unknown:
         raise InvalidArgument(f"unknown field(s) {', '.join(map(repr, unknown))[:200]}; "
                               f"expected {', '.join(fields)}")
