@@ -86,6 +86,12 @@ class FileStorage(Storage):
                 remaining -= len(chunk)
                 yield chunk
 
+    def delete(self, bucket: str, key: str) -> None:
+        try:
+            self._path(bucket, key).unlink()
+        except (FileNotFoundError, ObjectMissing):
+            pass
+
     def delete_prefix(self, bucket: str, prefix: str) -> None:
         shutil.rmtree(self._path(bucket, prefix.rstrip("/")), ignore_errors=True)
 
