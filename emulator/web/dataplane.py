@@ -18,7 +18,7 @@ from werkzeug.wsgi import wrap_file
 
 from .. import uploads, usage
 from ..backend import Backend
-from ..errors import InvalidArgument, NotFound, PayloadTooLarge, RangeNotSatisfiable
+from ..errors import NotFound, PayloadTooLarge, RangeNotSatisfiable
 from ..storage import ObjectMissing, TooLarge
 
 bp = Blueprint("data", __name__)
@@ -251,10 +251,6 @@ def put_object(cloud: str, region: str, key: str) -> Response:
         )
     except TooLarge:
         raise too_long from None
-    except TimeoutError:
-        raise InvalidArgument(
-            f"no byte of the body arrived for {be.settings.read_timeout:g} s; nothing was kept"
-        ) from None
     finally:
         reader.close()
     usage.record(be, "write", meta["a"], meta["v"], loc.id, meta.get("r"), size)
