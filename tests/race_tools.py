@@ -109,15 +109,26 @@ class RawPut:
         )
         self.sock.sendall(head.encode())
 
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
+    def send(self, data: bytes) -> bool:
+        """Send more of the body; False if the server answered early and stopped reading."""
+        try:
+            self.sock.sendall(data)
+            return True
+        except (BrokenPipeError, ConnectionResetError):
+            return False
 
     def reply(self) -> tuple[int, dict | None]:
-        """Status and JSON body of the server's answer (then the socket is closed)."""
+        """Status and JSON body of the server's answer (then the socket is closed); status 0
+        if the server reset the connection before its answer could be read."""
         chunks = []
-        while chunk := self.sock.recv(65536):
-            chunks.append(chunk)
-        self.sock.close()
+        try:
+            while chunk := self.sock.recv(65536):
+                chunks.append(chunk)
+        except ConnectionResetError:
+            if not chunks:
+                return 0, None
+        finally:
+            self.sock.close()
         raw = b"".join(chunks)
         head, _, body = raw.partition(b"\r\n\r\n")
         status = int(head.split(b" ", 2)[1])

@@ -4,7 +4,8 @@ emulator on each storage backend, checking every accepted commit byte for byte.
 Three race kinds, each trial on its own artifact, 12 trials at once:
 - late_put: a correct upload, then a PUT of other bytes to the same URL, cut at a random
   point, racing the commit; then it finishes or hangs up.
-- twin_puts: a correct and a wrong body PUT to one URL at once, racing the commit.
+- twin_puts: a correct and a wrong body PUT to one URL at once; the commit is sent as
+  soon as the first of them is done, racing the second.
 - reclaim: uploads that live 0.5 s, committed at a random moment around their expiry while
   another call runs the reclaim.
 Every accepted commit is read back right away and again at the end. Trials per kind and
@@ -18,7 +19,7 @@ import os
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import pytest
 
@@ -38,6 +39,18 @@ class Trials:
         self.counts: collections.Counter = collections.Counter()
         self.accepted: list[tuple[Http, Box, bytes]] = []
         self.bad: list[str] = []
+        self.clients: list[Http] = []
+
+    def http(self, url: str) -> Http:
+        client = Http(url)
+        with self.lock:
+            self.clients.append(client)
+        return client
+
+    def close(self) -> None:
+        for client in self.clients:
+            assert client.session is not None
+            client.session.close()
 
     def count(self, kind: str, what: str) -> None:
         with self.lock:
@@ -77,12 +90,12 @@ def put_racing(url: str, body: bytes, rng: random.Random, hang_up: bool) -> int 
     if hang_up:
         raw.hang_up()
         return None
-    raw.send(body[cut:])
+    raw.send(body[cut:])  # a server that refused early may have stopped reading
     return raw.reply()[0]
 
 
 def late_put(emu, trials: Trials, rng: random.Random) -> None:
-    http = Http(emu.url)
+    http = trials.http(emu.url)
     box = Box(http, f"race/late-{rng.getrandbits(48):x}", AWS)
     assert box.open().status == 200
     good = rng.randbytes(rng.randrange(1, 300_000))
@@ -99,7 +112,7 @@ def late_put(emu, trials: Trials, rng: random.Random) -> None:
 
 
 def twin_puts(emu, trials: Trials, rng: random.Random) -> None:
-    http = Http(emu.url)
+    http = trials.http(emu.url)
     box = Box(http, f"race/twin-{rng.getrandbits(48):x}", AWS)
     assert box.open().status == 200
     good = rng.randbytes(rng.randrange(1, 300_000))
@@ -110,14 +123,16 @@ def twin_puts(emu, trials: Trials, rng: random.Random) -> None:
     with ThreadPoolExecutor(2) as pool:
         puts = [pool.submit(put_racing, url, body, random.Random(seed), False)
                 for body, seed in zip((good, wrong), seeds, strict=True)]
-        time.sleep(rng.uniform(0, 0.02))
+        # Commit just as the first PUT is done: the second is then still under way.
+        wait(puts, return_when=FIRST_COMPLETED)
+        time.sleep(rng.uniform(0, 0.005))
         trials.commit("twin_puts", http, box, w.body["upload"], good)
         statuses = [p.result() for p in puts]
     trials.count("twin_puts", "PUTs " + "/".join(map(str, statuses)))
 
 
 def reclaim(emu, trials: Trials, rng: random.Random) -> None:
-    http = Http(emu.url)
+    http = trials.http(emu.url)
     box = Box(http, f"race/reclaim-{rng.getrandbits(48):x}", AWS)
     assert box.open().status == 200
     other = Box(http, f"race/other-{rng.getrandbits(48):x}", AWS)
@@ -160,17 +175,21 @@ def test_racing_puts_commits_and_reclaims_never_change_a_committed_version(
     master.shuffle(plan)
     trials = Trials()
     began = time.monotonic()
-    with ThreadPoolExecutor(CONCURRENT) as pool:
-        for done in [pool.submit(KINDS[kind], servers[kind], trials, rng) for kind, rng in plan]:
-            done.result()
-    # Let every upload left open expire, and reclaim them all (a write runs the reclaim),
-    # before reading every accepted version again.
-    final = Box(Http(servers["reclaim"].url), "race/final", AWS)
-    assert final.open().status == 200
-    time.sleep(LIFETIME)
-    assert final.write("step-00000001", {"x": b"x"}).status == 200
-    for http, box, good in trials.accepted:
-        trials.verify(http, box, good, "at the end")
+    try:
+        with ThreadPoolExecutor(CONCURRENT) as pool:
+            for done in [pool.submit(KINDS[kind], servers[kind], trials, rng)
+                         for kind, rng in plan]:
+                done.result()
+        # Let every upload left open expire, and reclaim them all (a write runs the
+        # reclaim), before reading every accepted version again.
+        final = Box(trials.http(servers["reclaim"].url), "race/final", AWS)
+        assert final.open().status == 200
+        time.sleep(LIFETIME)
+        assert final.write("step-00000001", {"x": b"x"}).status == 200
+        for http, box, good in trials.accepted:
+            trials.verify(http, box, good, "at the end")
+    finally:
+        trials.close()
     accepted = collections.Counter(k for (k, what), n in trials.counts.items()
                                    for _ in range(n) if what == "commit 200")
     print(f"\n{storage}: seed {seed}, {TRIALS} trials per kind in "
