@@ -28,6 +28,7 @@ URI_SCHEME = "o41://"
 # `project/name/upload/random/file` (up to 257 + 1 + 27 + 1 + 16 + 1 bytes before the
 # file name), so 700 bytes of file name always fit.
 MAX_SEGMENT_BYTES = 255
+_BAD_SEGMENTS = frozenset(("", ".", ".."))
 MAX_FILE_NAME_BYTES = 700
 
 
@@ -91,16 +92,17 @@ def file_name(value: object) -> str:
             f"file name {value[:100]!r}... is {len(raw)} bytes in UTF-8; "
             f"the limit is {MAX_FILE_NAME_BYTES}"
         )
-    for seg in value.split("/"):
-        if seg in ("", ".", "..") or _FILE_SEGMENT_FORBIDDEN.search(seg):
-            raise InvalidArgument(
-                f"file name {value[:200]!r} has an empty, '.', '..' or bad segment"
-            )
-        if len(seg.encode("utf-8")) > MAX_SEGMENT_BYTES:
-            raise InvalidArgument(
-                f"file name {value[:100]!r}... has a segment of {len(seg.encode('utf-8'))} "
-                f"bytes in UTF-8; the limit is {MAX_SEGMENT_BYTES} per segment"
-            )
+    segments = value.split("/")
+    # One regex over the whole name ('/' is not in the class); per segment only set lookups.
+    if _FILE_SEGMENT_FORBIDDEN.search(value) or not _BAD_SEGMENTS.isdisjoint(segments):
+        raise InvalidArgument(f"file name {value[:200]!r} has an empty, '.', '..' or bad segment")
+    if len(raw) > MAX_SEGMENT_BYTES:  # else no segment can be longer
+        for seg in segments:
+            if len(seg.encode("utf-8")) > MAX_SEGMENT_BYTES:
+                raise InvalidArgument(
+                    f"file name {value[:100]!r}... has a segment of {len(seg.encode('utf-8'))} "
+                    f"bytes in UTF-8; the limit is {MAX_SEGMENT_BYTES} per segment"
+                )
     return value
 
 
