@@ -12,7 +12,7 @@ No lock is held while bytes stream: racing PUTs only meet in the short transacti
 from __future__ import annotations
 
 import secrets
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, cast
 
 from . import db
 from .backend import Backend
@@ -38,10 +38,12 @@ def new_object_key(artifact: str, upload_id: str, file_name: str) -> str:
     return f"{upload_prefix(artifact, upload_id)}{secrets.token_hex(8)}/{file_name}"
 
 
-class Received(Protocol):
-    """A body reader that counts and hashes what passed through it."""
+class Body(Protocol):
+    """A request body that counts and hashes what is read through it."""
 
     size: int
+
+    def read(self, n: int = -1) -> bytes: ...
 
     def hexdigest(self) -> str: ...
 
@@ -86,8 +88,7 @@ def store_file(
     artifact: str,
     upload_id: str,
     name: str,
-    body: BinaryIO,
-    received: Received,
+    body: Body,
     expected: int | None,
 ) -> tuple[int, str]:
     """Store one PUT body and make it the file's current bytes; returns (size, sha256).
@@ -97,9 +98,9 @@ def store_file(
     """
     check_open(backend, upload_id)
     key = new_object_key(artifact, upload_id, name)
-    backend.storage.put(bucket, key, body)
+    backend.storage.put(bucket, key, cast(BinaryIO, body))
     try:
-        size, digest = received.size, received.hexdigest()
+        size, digest = body.size, body.hexdigest()
         if expected is not None and size != expected:
             raise InvalidArgument(
                 f"the body of {name} ended after {size} of {expected} bytes; nothing was kept"

@@ -246,8 +246,7 @@ def put_object(cloud: str, region: str, key: str) -> Response:
     reader = _Receiving(request.stream, declared, be.settings.chunk_size)
     try:
         size, digest = uploads.store_file(
-            be, loc.bucket, meta["a"], meta["u"], meta["f"], reader, reader,
-            request.content_length,
+            be, loc.bucket, meta["a"], meta["u"], meta["f"], reader, request.content_length
         )
     except TooLarge:
         raise too_long from None
