@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import shutil
 import sys
 import tempfile
@@ -166,7 +167,7 @@ def serve(
         for name in sorted(settings.faults):
             rule, what = FAULTS[name]
             click.secho(f"!!! FAULT {name} is ON: breaks {rule}: {what}", fg="red", err=True)
-        if host not in ("127.0.0.1", "localhost", "::1") and not settings.admin_key:
+        if not _loopback(host) and not settings.admin_key:
             click.secho(
                 f"!!! listening on {host} without --admin-key: anyone who can reach it can "
                 "reset it and add keys",
@@ -187,6 +188,16 @@ def serve(
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
