@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import shutil
 import sys
 import tempfile
@@ -94,10 +95,17 @@ def main() -> None:
 )
 @click.option(
     "--threads",
-    default=8,
+    default=64,
     show_default=True,
     type=click.IntRange(1, 256),
-    help="Threads per worker process.",
+    help="Threads per worker process: each request in progress holds one, so many keep "
+    "slow clients from starving the rest.",
+)
+@click.option(
+    "--read-timeout",
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds a request may send no byte (or a download read none) before it is "
+    "dropped (default 30).",
 )
 @click.option(
     "--url-lifetime",
@@ -118,6 +126,7 @@ def serve(
     faults: tuple[str, ...],
     workers: int,
     threads: int,
+    read_timeout: float | None,
     url_lifetime: int | None,
     admin_key: str | None,
     quiet: bool,
@@ -142,6 +151,7 @@ def serve(
             "s3_secret_key": s3_secret_key,
             "url_lifetime": url_lifetime,
             "admin_key": admin_key,
+            "read_timeout": read_timeout,
         }
         settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         if faults:
@@ -157,6 +167,13 @@ def serve(
         for name in sorted(settings.faults):
             rule, what = FAULTS[name]
             click.secho(f"!!! FAULT {name} is ON: breaks {rule}: {what}", fg="red", err=True)
+        if not _loopback(host) and not settings.admin_key:
+            click.secho(
+                f"!!! listening on {host} without --admin-key: anyone who can reach it can "
+                "reset it and add keys",
+                fg="red",
+                err=True,
+            )
         key = DEFAULT_KEY if any(k.key == DEFAULT_KEY for k in settings.keys) else "<your key>"
         click.echo(f"o41 emulator listening on {url}")
         click.echo(f"export O41_ARTIFACTS_API_URL={url}/api/v1")
@@ -171,6 +188,16 @@ def serve(
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:

@@ -51,6 +51,9 @@ class Settings:
     max_files: int = 10_000
     max_json_bytes: int = 4 << 20
     chunk_size: int = 1 << 20
+    # Seconds a request may go without one byte arriving (headers or body) before the
+    # server drops it: slow or stalled clients cannot hold threads forever.
+    read_timeout: float = 30.0
     faults: frozenset[str] = frozenset()
     public_url: str | None = None  # base for signed URLs when behind a proxy
 
@@ -106,6 +109,7 @@ def load_toml(settings: Settings, path: Path) -> Settings:
         "s3_secure",
         "s3_region",
         "chunk_size",
+        "read_timeout",
     }
     for name, value in raw.items():
         if name in simple:

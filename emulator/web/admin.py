@@ -54,6 +54,16 @@ def create_key() -> tuple[Response, int]:
     scopes = keys.parse_scopes(data.get("scopes"))
     conn = backend().conn()
     with db.transaction(conn):
+        existing = keys.scopes_of(conn, key)
+        # Anyone who can reach an open emulator may add keys, but turning a read-only key
+        # into a writer is an escalation: it needs the admin key (checked in
+        # _require_admin), so it is refused when none was configured.
+        stored = tuple(sorted(dict(scopes).items()))  # one access per prefix, last wins
+        if existing not in (None, stored) and not backend().settings.admin_key:
+            raise Forbidden(
+                "this key exists already; changing its scopes needs the admin key "
+                "(start the emulator with --admin-key)"
+            )
         keys.store(conn, key, scopes)
     return jsonify({"key": key, "scopes": keys.Principal(scopes).json()}), 201
 
