@@ -125,8 +125,14 @@ class Settings:
 
 
 def redact_key(key: str) -> str:
-    """Show enough of a key to recognise it in a message, never the whole secret."""
-    return key if len(key) <= 8 else f"{key[:6]}…{key[-2:]}"
+    """Show enough of a key to recognise it in a message, never the whole secret.
+
+    Long keys keep 6 leading and 2 trailing characters; shorter ones only their ``ak_``-like
+    prefix (at most 3 characters), so a short key is masked as well as a long one.
+    """
+    if len(key) >= 24:
+        return f"{key[:6]}…{key[-2:]}"
+    return f"{key[:min(3, len(key) // 2)]}…"
 
 
 __all__ = ["Place", "Settings", "holder_from_env", "normalize_api_url",
