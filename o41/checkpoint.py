@@ -24,7 +24,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from .api import ApiClient
-from .config import Place, Settings, redact_key
+from .config import Place, Settings, redact_key, same_task
 from .errors import (
     ApiError,
     ConfigError,
@@ -118,7 +118,7 @@ class Run:
             by_holder, by_epoch = info.get("holder"), info.get("epoch")
         except (ApiError, TransportError):
             by_holder = by_epoch = None
-        if by_holder is not None and by_holder == self.holder:
+        if same_task(by_holder, self.holder):
             who = f"a newer launch of the same task (holder {by_holder!r}) at epoch {by_epoch}"
         elif by_holder or by_epoch:
             who = f"holder {by_holder!r} at epoch {by_epoch}"
