@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import ipaddress
 import shutil
@@ -162,7 +163,10 @@ def serve(
             prepared.close()
         except Exception as exc:  # a bad endpoint or data dir should say so, not trace back
             raise click.ClickException(f"cannot prepare storage: {exc}") from None
-        sock = bind(host, port)
+        try:
+            sock = bind(host, port)
+        except OSError as exc:
+            raise click.ClickException(_bind_failure(host, port, exc)) from None
         url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
         for name in sorted(settings.faults):
             rule, what = FAULTS[name]
@@ -198,6 +202,16 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _bind_failure(host: str, port: int, exc: OSError) -> str:
+    """One line saying why the port cannot be had and what to do instead."""
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another emulator?): pick another "
+                "with --port PORT, or --port 0 for any free port")
+    if exc.errno == errno.EACCES:
+        return f"not allowed to listen on {host}:{port}: use --port above 1023, or --port 0"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:

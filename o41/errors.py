@@ -46,20 +46,23 @@ class ExitCode(IntEnum):
 
 
 class O41Error(Exception):
-    """Base of every error the client raises."""
+    """Base of every error the client raises; ``code`` is what ``o41: <code>: ...`` shows."""
 
+    code: str = "error"
     exit_code: ExitCode = ExitCode.ERROR
 
 
 class ConfigError(O41Error, ValueError):
     """The environment or an argument is unusable (missing key, bad ``o41://`` location)."""
 
+    code = "config_error"
     exit_code = ExitCode.INVALID
 
 
 class TransportError(O41Error):
     """The API or a signed URL could not be reached, or replied with something unexpected."""
 
+    code = "transport_error"
     exit_code = ExitCode.TRANSFER
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
@@ -70,11 +73,13 @@ class TransportError(O41Error):
 class IntegrityError(TransportError):
     """Downloaded bytes do not match the sha256 (or size) the version declares."""
 
+    code = "integrity_error"
+
 
 class ApiError(O41Error):
     """An error reply of the API: ``{"error": {"code", "message"}}`` with its HTTP status."""
 
-    code: str = "unknown"
+    code = "unknown"
 
     def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
         super().__init__(message)

@@ -72,7 +72,7 @@ def replay(scenario: Path, command: tuple[str, ...], artifact: str | None, timeo
     try:
         result = runner.run(emulator, artifact.removeprefix("o41://") if artifact else None)
     except HarnessError as exc:
-        click.echo(f"replay: {exc} (box logs in {workdir})", err=True)
+        click.echo(f"replay: {exc}\nreplay: box logs in {workdir}", err=True)
         sys.exit(EXIT_HARNESS)
     finally:
         emulator.stop()
