@@ -54,8 +54,8 @@ def test_download_resumes_within_run_when_body_cut(data_server: FileServer, tmp_
     [path] = download([entry(data_server, "w.bin", data)], tmp_path, chunk_size=CHUNK,
                       workers=1)
     assert path.read_bytes() == data
-    # the cut request is asked again from the last whole block received, not from scratch
-    assert data_server.ranges[:3] == [(0, CHUNK - 1), (768, CHUNK - 1), (1536, CHUNK - 1)]
+    # the cut request is asked again from the byte where its body stopped, not from scratch
+    assert data_server.ranges[:3] == [(0, CHUNK - 1), (1000, CHUNK - 1), (2000, CHUNK - 1)]
 
 
 def test_download_resumes_across_runs_from_partial_file(data_server: FileServer,
@@ -86,11 +86,11 @@ def test_download_killed_mid_chunk_resumes_from_last_mark(data_server: FileServe
     with pytest.raises(TransportError):
         download([e], tmp_path, chunk_size=CHUNK)
     marks = (tmp_path / ("w.bin" + LOG_SUFFIX)).read_text().splitlines()[1:]
-    assert marks and marks[-1] == "0@10240"  # 5 requests x 2 whole blocks each
+    assert marks and marks[-1] == "0@15000"  # 5 requests x 3000 bytes, each cut and kept
     data_server.cuts_left, data_server.served, data_server.ranges = 0, 0, []
     [path] = download([e], tmp_path, chunk_size=CHUNK)
     assert path.read_bytes() == data
-    assert data_server.ranges == [(10240, CHUNK - 1)] and data_server.served == CHUNK - 10240
+    assert data_server.ranges == [(15000, CHUNK - 1)] and data_server.served == CHUNK - 15000
 
 
 def test_download_partial_of_another_version_is_discarded(data_server: FileServer,
