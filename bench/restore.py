@@ -92,11 +92,13 @@ def _sha(path: Path) -> str:
 def boto3_moto(moto: Moto, src: Path, dst: Path, sums: dict[str, str], prefix: str,
                rates: Rates, total: int) -> None:
     """Save (hash, upload_file) and load (download_file, hash), 8 threads, one client."""
+    import boto3
     from boto3.s3.transfer import TransferConfig
     from botocore.config import Config
 
-    s3 = moto.s3()
-    s3.meta.config = s3.meta.config.merge(Config(max_pool_connections=THREADS))
+    s3 = boto3.client("s3", endpoint_url=moto.url, region_name="us-east-1",
+                      aws_access_key_id="bench", aws_secret_access_key="bench",
+                      config=Config(signature_version="s3v4", max_pool_connections=THREADS))
     one_thread = TransferConfig(use_threads=False)
     if not s3.list_buckets().get("Buckets"):
         s3.create_bucket(Bucket="bench")
