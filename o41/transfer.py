@@ -34,8 +34,7 @@ from .local import WORKERS, LocalFile, Source, check_name, collect, hash_files
 from .models import FileEntry
 
 MIN_CHUNK = 1024 * 1024
-MAX_CHUNK = 64 * 1024 * 1024
-CHUNKS_PER_FILE = 8
+MAX_CHUNK = 128 * 1024 * 1024
 BLOCK = 1024 * 1024
 MARK = 1024 * 1024
 RETRIES = 5
@@ -114,11 +113,15 @@ def upload(files: list[LocalFile], urls: Mapping[str, str], *, workers: int = WO
 class _Partial:
     """The ``.o41part`` file, its chunk log and its running sha256, for one destination."""
 
-    def __init__(self, final: Path, entry: FileEntry, chunk: int) -> None:
-        self.final, self.entry, self.chunk = final, entry, chunk
+    def __init__(self, final: Path, entry: FileEntry, chunk: int,
+                 keep_logged: bool = True) -> None:
+        self.final, self.entry = final, entry
         self.part = final.with_name(final.name + PART_SUFFIX)
         self.log = final.with_name(final.name + LOG_SUFFIX)
-        self.header = json.dumps({"sha256": entry.sha256, "size": entry.size, "chunk": chunk})
+        self.chunk = self._logged_chunk() if keep_logged else None
+        self.chunk = self.chunk or chunk
+        self.header = json.dumps({"sha256": entry.sha256, "size": entry.size,
+                                  "chunk": self.chunk})
         self.done, self.reached = self._read_log()
         final.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.done and not self.reached
@@ -136,6 +139,19 @@ class _Partial:
         for index in self.reached:
             if index not in self.done:
                 self.hash.note(self.bounds(index)[0], self.resume_at(index))
+
+    def _logged_chunk(self) -> int | None:
+        """The range size an interrupted download of these same bytes used, if any."""
+        try:
+            with self.log.open() as f:
+                head = json.loads(f.readline())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(head, dict) or (head.get("sha256"), head.get("size")) != (
+                self.entry.sha256, self.entry.size):
+            return None
+        chunk = head.get("chunk")
+        return chunk if isinstance(chunk, int) and chunk > 0 else None
 
     def _read_log(self) -> tuple[set[int], dict[int, int]]:
         """Finished chunks (``i``) and how far unfinished ones got (``i@offset``)."""
@@ -211,12 +227,15 @@ def _is_complete(path: Path, entry: FileEntry) -> bool:
         return hashlib.file_digest(f, "sha256").hexdigest() == entry.sha256
 
 
-def chunk_for(size: int) -> int:
-    """Range size for a file: an 8th of it, within 1-64 MiB. A function of the size alone, so
-    a resumed download splits the file the same way. Few, large ranges: each costs a request
-    and, out of order, a read back from the page cache to hash it; progress inside a range
-    is logged every MiB, so a killed download still loses little."""
-    return min(MAX_CHUNK, max(MIN_CHUNK, -(-size // CHUNKS_PER_FILE)))
+def chunk_for(total: int, workers: int = WORKERS) -> int:
+    """Range size of a download of ``total`` bytes: about one range per worker, 1-128 MiB.
+
+    Few, large ranges: every request costs the server far more than a MiB of ``sendfile``
+    does, and a range that lands out of order is hashed by reading it back. A file smaller
+    than the range is one range. Progress inside a range is logged every MiB, so a killed
+    download still loses little; a resumed one keeps the range size its log names.
+    """
+    return min(MAX_CHUNK, max(MIN_CHUNK, -(-total // max(1, workers))))
 
 
 class _Buffers(threading.local):
@@ -232,7 +251,7 @@ def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
              progress: bool | None = None) -> list[Path]:
     """Download files by parallel ranged GETs into ``dest``, resuming and verifying each."""
     root = Path(dest)
-    partials: list[_Partial] = []
+    wanted: list[tuple[Path, FileEntry]] = []
     paths: list[Path] = []
     for entry in entries:
         if not entry.url:
@@ -240,7 +259,10 @@ def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
         final = root.joinpath(*PurePosixPath(check_name(entry.name)).parts)
         paths.append(final)
         if not _is_complete(final, entry):
-            partials.append(_Partial(final, entry, chunk_size or chunk_for(entry.size)))
+            wanted.append((final, entry))
+    chunk = chunk_size or chunk_for(sum(e.size for _, e in wanted), workers)
+    partials = [_Partial(final, entry, chunk, keep_logged=chunk_size is None)
+                for final, entry in wanted]
     # Chunk 0 of every file first, then chunk 1...: the threads spread over the files and
     # each file's chunks tend to land in order, at its hash frontier.
     todo = sorted(((p, i) for p in partials for i in range(p.chunks) if i not in p.done),
