@@ -98,9 +98,11 @@ def run_restore(plan: Plan, work: Path, rows: list[Row], log) -> None:
                                   "MB/s", "verifying copy", ">=", 0.8))
             rows.append(ratio_row(f"{way} {op} {what}", r.best(op, way), r.best(op, "boto3"),
                                   "MB/s", "boto3+moto", ">=", boto_goal))
-    rows[-1].note = ("client save/load vs verifying copy vs boto3+moto: best of "
-                     f"{plan.restore_rounds} interleaved turns; the copy reads, hashes and "
-                     "writes with 8 threads on the same file system; boto3 uses 8 threads")
+        cpu = ", ".join(f"{way} {r.cpu.get((op, way), 0):.2f}"
+                        for way in ("client", "fsspec", "copy", "boto3"))
+        rows[-1].note = (f"client save/load vs verifying copy vs boto3+moto: best of "
+                         f"{plan.restore_rounds} interleaved turns; least CPU seconds of a "
+                         f"{op} (client and server together): {cpu}")
 
 
 def run_control(plan: Plan, work: Path, rows: list[Row], log) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import secrets
 import shutil
 import time
@@ -23,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .servers import KEY, Emulator, Moto
+from .servers import KEY, Emulator, Moto, tree
 
 MB = 1e6
 THREADS = 8
@@ -32,16 +33,49 @@ BLOCK = 4 << 20
 
 @dataclass
 class Rates:
-    """Best-of MB/s (10^6 bytes) of each way, save and load."""
+    """Best-of MB/s (10^6 bytes) of each way, save and load, and the least CPU seconds it
+    took (this process and the server's, summed): on shared cores the wall-clock figures
+    move with the load from elsewhere, CPU seconds much less."""
 
     save: dict[str, list[float]] = field(default_factory=dict)
     load: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[tuple[str, str], float] = field(default_factory=dict)
+    server: list[int] = field(default_factory=list)
 
     def add(self, what: str, way: str, nbytes: int, seconds: float) -> None:
         getattr(self, what).setdefault(way, []).append(nbytes / seconds / MB)
 
     def best(self, what: str, way: str) -> float:
         return max(getattr(self, what).get(way, []), default=0.0)
+
+    def timed(self, what: str, way: str, nbytes: int, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once, recording its MB/s and the CPU it and the server used."""
+        os.sync()  # no dirty pages of the previous turn throttling this one
+        cpu0 = _cpu_self() + sum(map(_cpu_tree, self.server))
+        t0 = time.perf_counter()
+        fn()
+        seconds = time.perf_counter() - t0
+        cpu = _cpu_self() + sum(map(_cpu_tree, self.server)) - cpu0
+        self.add(what, way, nbytes, seconds)
+        key = (what, way)
+        self.cpu[key] = min(self.cpu.get(key, cpu), cpu)
+
+
+def _cpu_self() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _cpu_tree(pid: int) -> float:
+    """User + system seconds of ``pid`` and its descendants (gunicorn's workers)."""
+    total = 0.0
+    for p in tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def make_shards(root: Path, shards: int, size: int) -> dict[str, str]:
@@ -53,13 +87,6 @@ def make_shards(root: Path, shards: int, size: int) -> dict[str, str]:
         (root / f"shard-{i:02d}.bin").write_bytes(data)
         out[f"shard-{i:02d}.bin"] = hashlib.sha256(data).hexdigest()
     return out
-
-
-def _timed(fn: Callable[[], None]) -> float:
-    os.sync()  # no dirty pages of the previous turn throttling this one
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def _each(names: list[str], fn: Callable[[str], None]) -> None:
@@ -114,8 +141,9 @@ def boto3_moto(moto: Moto, src: Path, dst: Path, sums: dict[str, str], prefix: s
         if _sha(dst / name) != sums[name]:
             raise RuntimeError(f"boto3 load of {name}: sha256 differs")
 
-    rates.add("save", "boto3", total, _timed(lambda: _each(list(sums), save)))
-    rates.add("load", "boto3", total, _timed(lambda: _each(list(sums), load)))
+    rates.server = [moto.pid]
+    rates.timed("save", "boto3", total, lambda: _each(list(sums), save))
+    rates.timed("load", "boto3", total, lambda: _each(list(sums), load))
     for name in sums:
         s3.delete_object(Bucket="bench", Key=f"{prefix}/{name}")
 
@@ -127,10 +155,11 @@ def o41_client(emu: Emulator, src: Path, dst: Path, step: int, rates: Rates,
 
     settings = o41.Settings(emu.api, KEY, o41.Place("aws", "us-east-1"), "bench:1")
     location = "o41://bench/restore"
+    rates.server = [emu.pid]
     run = o41.open(location, resume="latest", settings=settings)
-    rates.add("save", "client", total, _timed(lambda: run.save(step, src)))
+    rates.timed("save", "client", total, lambda: run.save(step, src))
     run = o41.open(location, resume="latest", settings=settings)
-    rates.add("load", "client", total, _timed(lambda: run.load(dst)))
+    rates.timed("load", "client", total, lambda: run.load(dst))
 
 
 def o41_fsspec(emu: Emulator, src: Path, dst: Path, step: int, rates: Rates,
@@ -140,13 +169,14 @@ def o41_fsspec(emu: Emulator, src: Path, dst: Path, step: int, rates: Rates,
 
     options = {"api_url": emu.api, "api_key": KEY, "place": "aws/us-east-1",
                "skip_instance_cache": True}
+    rates.server = [emu.pid]
     fs = fsspec.filesystem("o41", **options)
     target = f"o41://bench/restore-fs/step-{step:08d}"
-    rates.add("save", "fsspec", total,
-              _timed(lambda: fs.put(f"{src}/", target + "/", recursive=True)))
+    rates.timed("save", "fsspec", total,
+                lambda: fs.put(f"{src}/", target + "/", recursive=True))
     fs = fsspec.filesystem("o41", **options)
-    rates.add("load", "fsspec", total,
-              _timed(lambda: fs.get(target + "/", f"{dst}/", recursive=True)))
+    rates.timed("load", "fsspec", total,
+                lambda: fs.get(target + "/", f"{dst}/", recursive=True))
 
 
 def measure(work: Path, shards: int, size: int, rounds: int, log) -> Rates:
@@ -161,9 +191,10 @@ def measure(work: Path, shards: int, size: int, rounds: int, log) -> Rates:
         for turn in range(1, rounds + 1):
             log(f"restore turn {turn}: verifying copy, client, fsspec, boto3+moto")
             dst = work / f"out-{secrets.token_hex(3)}"
-            seconds = _timed(lambda d=dst: verifying_copy(src, d / "copy", sums))
-            rates.add("save", "copy", total, seconds)
-            rates.add("load", "copy", total, seconds)
+            rates.server = []
+            rates.timed("load", "copy", total, lambda d=dst: verifying_copy(src, d / "copy", sums))
+            rates.save["copy"] = rates.load["copy"]
+            rates.cpu[("save", "copy")] = rates.cpu[("load", "copy")]
             o41_client(emu, src, dst / "client", 2 * turn, rates, total)
             o41_fsspec(emu, src, dst / "fsspec", 2 * turn, rates, total)
             boto3_moto(moto, src, dst / "boto3", sums, f"t{turn}", rates, total)
