@@ -21,6 +21,7 @@ import os
 import threading
 import time
 import weakref
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from .memread import read_range
 from .models import FileEntry, Version
 from .transfer import WORKERS, download
 
-SIGNED_FOR = 60.0  # seconds a signed listing is reused (the emulator's URLs live longer)
+SIGNED_FOR = 60.0  # at most this many seconds a signed listing is reused
 
 
 class O41FileSystem(StepWriter, AbstractFileSystem):
@@ -113,7 +114,7 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         if version != "latest" and not fresh:
             with self._lock:
                 hit = self._signed_cache.get(key)
-            if hit and now - hit[0] < SIGNED_FOR:
+            if hit and now < hit[0]:
                 return hit[1]
         try:
             data = self.api.read_version(artifact, version, urls=True, place=self.place)
@@ -121,7 +122,7 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
             raise FileNotFoundError(f"o41://{artifact}/{version}: {exc.message}") from None
         found = Version.from_json(data)
         with self._lock:
-            self._signed_cache[(artifact, found.version)] = (now, found)
+            self._signed_cache[(artifact, found.version)] = (now + _reuse_for(found), found)
         return found
 
     def _entry(self, path: str) -> tuple[Version, FileEntry]:
@@ -197,10 +198,18 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
     def cat_file(self, path: str, start: int | None = None, end: int | None = None,
                  **kwargs: Any) -> bytes:
         """Bytes of a file by parallel ranged GETs; a whole file is sha256-checked."""
-        _, entry = self._entry(path)
+        found, entry = self._entry(path)
         size = entry.size
         lo = 0 if start is None else (start if start >= 0 else max(0, size + start))
         hi = size if end is None else (end if end >= 0 else max(0, size + end))
+        try:
+            return read_range(entry, lo, hi, workers=self.workers)
+        except TransportError as exc:
+            if exc.status != 403:
+                raise
+        # the URL expired since it was signed: sign the same version again, once
+        found = self._signed(found.artifact or self._split(path)[0], found.version, fresh=True)
+        entry = next(e for e in found.files if e.name == entry.name)
         return read_range(entry, lo, hi, workers=self.workers)
 
     def _pin(self, path: Any) -> Any:
@@ -260,6 +269,16 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
             raise FileExistsError(path)
         self.run(key[0])  # the open comes before any bytes: a refusal is learned first
         return WriteFile(self, path, key, name, self._staging.new_file(key), autocommit)
+
+
+def _reuse_for(version: Version) -> float:
+    """Seconds a signed listing may be reused: a minute, or half its URLs' remaining life."""
+    try:
+        expires = datetime.fromisoformat(str(version.urls_expire_at))
+        left = (expires - datetime.now(UTC)).total_seconds()
+    except (TypeError, ValueError):
+        return 0.0
+    return max(0.0, min(SIGNED_FOR, left / 2))
 
 
 class ReadFile(AbstractBufferedFile):
