@@ -138,8 +138,8 @@ def is_marker(name: str, markers: tuple[str, ...]) -> bool:
 class WriteFile(io.BufferedWriter):
     """A file being written to a step: a local staged file, handed to the step on close.
 
-    Leaving a ``with`` block by an exception discards it, so a marker file cut short by an
-    error never commits its step.
+    Leaving a ``with`` block by an exception, or being collected unclosed, discards it, so a
+    marker file cut short by an error never commits its step.
     """
 
     def __init__(self, fs: O41FileSystem, path: str, key: StepKey, name: str, local: Path,
@@ -161,6 +161,12 @@ class WriteFile(io.BufferedWriter):
         super().close()
         if not self.discarded:
             self.fs._closed_write(self)
+
+    def __del__(self) -> None:
+        # Collected while still open: its writer never finished it (an exception outside a
+        # ``with`` block). Closing would stage it, and a marker would commit a torn step.
+        if not self.closed:
+            self.discard()
 
     def commit(self) -> None:
         """fsspec's per-file commit: the step commits as a whole (see ``StepTransaction``)."""
@@ -202,7 +208,7 @@ class StepTransaction(Transaction):
                 else:
                     fs._staging.discard(key)
         except BaseException:
-            for key in keys:  # a failed commit leaves nothing of the others either
+            for key in keys:  # steps not committed yet are dropped with the failed one
                 fs._staging.discard(key)
             raise
         finally:

@@ -227,3 +227,15 @@ def test_missing_paths_are_file_not_found(o41_emulator: Emulator, o41_location: 
             fs.cat_file(missing)
     assert not fs.exists(f"{o41_location}/step-00000002")
     assert fs.isdir(f"{o41_location}/step-00000001")
+
+
+def test_marker_left_unclosed_by_a_crash_commits_nothing(o41_emulator: Emulator,
+                                                        o41_location: str) -> None:
+    fs = make_fs(o41_emulator)
+    fs.pipe_file(f"{o41_location}/step-00000001/shard.bin", b"x")
+    f = fs.open(f"{o41_location}/step-00000001/.metadata", "wb")
+    f.write(b"torn")
+    del f  # the writer died mid-file: the object is collected, never closed
+    assert versions(fs, o41_location) == []
+    with pytest.warns(UncommittedWarning):
+        assert fs.discard_uncommitted() == [f"{o41_location}/step-00000001"]
