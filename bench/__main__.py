@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import control, dataplane, scale, startup
+from . import control, dataplane, restore, scale, startup
 from .report import Row, limit_row, markdown_table, missing_row, ratio_row, text_table
 from .servers import REPO, Emulator, Moto
 
@@ -39,10 +39,13 @@ class Plan:
     samples: int
     cold: int
     conformance: bool
+    shards: int = 8
+    shard_mib: int = 32
+    restore_rounds: int = 3
 
 
 FULL = Plan(1024, 2, 2, 8, 16, 3.0, 10_000, 100_000, 200, 5, True)
-QUICK = Plan(8, 1, 1, 8, 16, 0.3, 200, 2_000, 5, 1, False)
+QUICK = Plan(8, 1, 1, 8, 16, 0.3, 200, 2_000, 5, 1, False, 8, 2, 1)
 
 
 def _size(mib: int) -> str:
@@ -84,6 +87,22 @@ def run_dataplane(plan: Plan, work: Path, rows: list[Row], log) -> None:
     rows[-1].note = (f"sum of VmHWM over gunicorn's master and workers; {ours.idle_rss_mb:.0f} MB "
                      f"idle before streaming; peak PSS (shared pages counted once) "
                      f"{ours.peak_pss_mb:.0f} MB; moto {theirs.idle_rss_mb:.0f} MB idle")
+
+
+def run_restore(plan: Plan, work: Path, rows: list[Row], log) -> None:
+    what = f"{plan.shards} x {plan.shard_mib} MiB, sha256"
+    r = restore.measure(work, plan.shards, plan.shard_mib << 20, plan.restore_rounds, log)
+    for op, boto_goal in (("load", 2), ("save", 3)):
+        for way in ("client", "fsspec"):
+            rows.append(ratio_row(f"{way} {op} {what}", r.best(op, way), r.best(op, "copy"),
+                                  "MB/s", "verifying copy", ">=", 0.8))
+            rows.append(ratio_row(f"{way} {op} {what}", r.best(op, way), r.best(op, "boto3"),
+                                  "MB/s", "boto3+moto", ">=", boto_goal))
+        cpu = ", ".join(f"{way} {r.cpu.get((op, way), 0):.2f}"
+                        for way in ("client", "fsspec", "copy", "boto3"))
+        rows[-1].note = (f"client save/load vs verifying copy vs boto3+moto: best of "
+                         f"{plan.restore_rounds} interleaved turns; least CPU seconds of a "
+                         f"{op} (client and server together): {cpu}")
 
 
 def run_control(plan: Plan, work: Path, rows: list[Row], log) -> None:
@@ -137,8 +156,8 @@ def run_startup(plan: Plan, work: Path, rows: list[Row], log) -> None:
     rows.append(row)
 
 
-SECTIONS = {"dataplane": run_dataplane, "control": run_control, "scale": run_scale,
-            "startup": run_startup}
+SECTIONS = {"dataplane": run_dataplane, "restore": run_restore, "control": run_control,
+            "scale": run_scale, "startup": run_startup}
 
 
 def _memory_dir(plan: Plan) -> str | None:

@@ -35,7 +35,7 @@ from .errors import (
 )
 from .location import Location, version_name
 from .models import Version
-from .transfer import WORKERS, Source, collect, download, hash_files, upload
+from .transfer import WORKERS, LocalFile, Source, collect, download, hash_files, upload
 
 log = logging.getLogger("o41")
 
@@ -90,8 +90,11 @@ class Run:
         or bytes. Raises ``Fenced`` (naming who holds the artifact now) if a newer open
         superseded this run; the version is then never visible.
         """
+        return self.save_files(step, hash_files(collect(files), self.workers))
+
+    def save_files(self, step: int, local: list[LocalFile]) -> Version:
+        """``save`` of files already sized and hashed (the fsspec filesystem stages them)."""
         name = version_name(step)
-        local = hash_files(collect(files), self.workers)
         try:
             ticket = self.api.write_version(self.artifact, self.token, name,
                                             [f.declaration() for f in local])

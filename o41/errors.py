@@ -148,8 +148,11 @@ class Incomplete(Conflict):
     code = "incomplete"
 
 
-class Fenced(Conflict):
+class Fenced(Conflict, PermissionError):
     """A newer open of the artifact fenced this run: its writes are refused.
+
+    A ``PermissionError`` too, so code that knows nothing of o41 (fsspec callers, generic
+    checkpoint writers) sees a permission failure rather than an unknown exception.
 
     ``by_holder`` and ``by_epoch`` name who holds the artifact now (the fencer, or whoever
     opened it after the fencer); ``epoch`` is the fenced run's own epoch.

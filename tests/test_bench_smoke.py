@@ -16,6 +16,10 @@ FIGURES = [
     "read 8 MiB, 8 ranged GETs",
     "upload 8 MiB, signed PUT",
     "peak RSS streaming up and down",
+    "client load 8 x 2 MiB, sha256",
+    "client save 8 x 2 MiB, sha256",
+    "fsspec load 8 x 2 MiB, sha256",
+    "fsspec save 8 x 2 MiB, sha256",
     "versions/read urls=1, 16 clients",
     "artifacts/open, 200 versions vs 1",
     "versions/read urls=1, 200 versions vs 1",
@@ -36,7 +40,7 @@ def test_quick_bench_prints_every_row(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     rule = next(i for i, line in enumerate(lines) if line.startswith("-----"))
     rows = lines[rule + 1 : lines.index("notes:") if "notes:" in lines else None]
-    assert len(rows) == 11, done.stdout
+    assert len(rows) == 19, done.stdout
     for figure in FIGURES:
         assert any(row.startswith(figure) for row in rows), figure
     assert all(row.rstrip().endswith("not judged") for row in rows), rows
