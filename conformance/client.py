@@ -9,6 +9,7 @@ which becomes the "steps" of a failure in the report. No connection is kept betw
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -22,7 +23,15 @@ import requests
 
 from conformance.model import Place
 
-__all__ = ["Client", "Reply", "TargetUnreachable", "Trail", "normalize_base", "parse_time"]
+__all__ = [
+    "SENT",
+    "Client",
+    "Reply",
+    "TargetUnreachable",
+    "Trail",
+    "normalize_base",
+    "parse_time",
+]
 
 _UNSET: Any = object()
 
@@ -51,7 +60,24 @@ class TargetUnreachable(ConnectionError):
         super().__init__(f"{method} {url} got no answer: {type(cause).__name__}: {cause}")
 
 
+class _Sent:
+    """How many requests the suite has sent (thread-safe): per test, the report's
+    fingerprint of what was exercised, equal across runs when the examples are."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.count += 1
+
+
+SENT = _Sent()
+
+
 def _send(method: str, url: str, **kwargs: Any) -> requests.Response:
+    SENT.add()
     try:
         return requests.request(method, url, **kwargs)
     except (requests.ConnectionError, requests.Timeout) as exc:

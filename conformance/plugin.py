@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conformance.client import SENT
 from conformance.env import FEATURES
 from conformance.html_report import render_html
 from conformance.model import DEFAULT_PLACES
@@ -217,6 +218,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         pytest.exit(f"o41 conformance: {exc}", returncode=EXIT_USAGE)
 
 
+SENT_DURING = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Count the requests of the test body (fixtures' set-up calls are not examples)."""
+    before = SENT.count
+    try:
+        return (yield)
+    finally:
+        item.stash[SENT_DURING] = SENT.count - before
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     rep = yield
@@ -242,6 +256,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         trail=list(trail) if trail is not None else None,
         duration=rep.duration,
         features=item_features(item),
+        requests=item.stash.get(SENT_DURING, 0) if rep.when == "call" else 0,
     )
     if rep.failed:
         failed = collector.results[item.nodeid].failed_rules

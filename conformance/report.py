@@ -76,6 +76,8 @@ class TestResult:
     steps: list[str] = field(default_factory=list)
     duration: float = 0.0
     features: list[str] = field(default_factory=list)
+    #: HTTP requests the test body sent: equal across runs that exercise the same things.
+    requests: int = 0
 
     @property
     def group(self) -> list[str]:
@@ -121,12 +123,14 @@ class Collector:
         trail: list[str] | None = None,
         duration: float = 0.0,
         features: list[str] | None = None,
+        requests: int = 0,
     ) -> None:
         """Merge one phase's report (pytest calls this for setup, call and teardown)."""
         res = self.results.setdefault(
             nodeid, TestResult(nodeid, list(rules), features=list(features or []))
         )
         res.duration += duration
+        res.requests += requests
         if outcome == "skipped" and res.outcome == "passed":
             res.outcome, res.message = "skipped", message
         elif outcome == "failed":

@@ -22,6 +22,21 @@ class TargetError(RuntimeError):
     """The target cannot be judged: unreachable, not an o41 API, or refusing the write key."""
 
 
+def _reason(exc: BaseException) -> str:
+    """The root cause of a failed connection in a few words ("Connection refused")."""
+    stack: list[object] = [exc]
+    seen: set[int] = set()
+    while stack:
+        e = stack.pop()
+        if not isinstance(e, BaseException) or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno is not None and e.strerror:
+            return f"{e.strerror} (errno {e.errno})"
+        stack += [e.__cause__, e.__context__, getattr(e, "reason", None), *e.args]
+    return type(exc).__name__
+
+
 def _error_code(resp: requests.Response) -> tuple[Any, str | None]:
     try:
         body = resp.json()
@@ -47,8 +62,7 @@ def probe(base: str, key: str | None, artifact: str) -> None:
         raise TargetError(f"target {base} did not answer within {PROBE_TIMEOUT}s ({tried}): "
                           f"{type(exc).__name__}") from exc
     except requests.RequestException as exc:
-        reason = str(exc.__context__ or exc).splitlines()[0][:200]
-        raise TargetError(f"target {base} is unreachable ({tried}): {reason}") from exc
+        raise TargetError(f"target {base} is unreachable ({tried}): {_reason(exc)}") from exc
     body, code = _error_code(resp)
     kind = resp.headers.get("Content-Type", "no content type").split(";")[0]
     if resp.status_code == 401 and code == "unauthenticated":

@@ -78,7 +78,9 @@ def failed_rules(report: dict[str, Any]) -> set[str]:
 
 #: The suite runs the tests below need, by name: started together, two at a time.
 RUNS: dict[str, tuple[str, ...]] = {
-    "clean": ("--junitxml", "{tmp}/junit.xml"),
+    "clean": ("--junitxml", "{tmp}/junit.xml", "--conformance-html", "{tmp}/report.html"),
+    "clean-again": (),
+    "stateful-seed-7": ("-m", "stateful", "--conformance-seed", "7"),
     "stateful-no-fencing": (
         "--emulator-fault",
         "no-fencing",
@@ -100,6 +102,8 @@ def _needed(item: pytest.Item) -> str | None:
         return f"fault-{item.callspec.params['fault']}"  # type: ignore[attr-defined]
     return {
         "test_suite_passes_against_clean_emulator": "clean",
+        "test_default_profile_gives_identical_results_twice": "clean-again",
+        "test_seed_changes_state_machine_examples": "stateful-seed-7",
         "test_state_machine_shrinks_fencing_fault_to_named_rule": "stateful-no-fencing",
     }.get(item.name)
 
@@ -117,6 +121,8 @@ def suite_runs(
         return code, report, out, tmp
 
     names = [n for n in map(_needed, request.session.items) if n]
+    if {"clean-again", "stateful-seed-7"} & set(names):
+        names.append("clean")  # both compare themselves with the clean run
     with ThreadPoolExecutor(max_workers=2) as pool:
         yield {name: pool.submit(run, name) for name in dict.fromkeys(names)}
 
@@ -130,9 +136,42 @@ def test_suite_passes_against_clean_emulator(suite_runs: dict[str, Future[Run]])
     statuses = {rule: r["status"] for rule, r in report["rules"].items()}
     assert statuses == {rule: "pass" for rule in RULES}
     assert all(cap["available"] for cap in report["capabilities"].values())
+    assert report["verdict"] == {group: "pass" for group in report["capability_results"]}
+    assert {"base", "usage", "read_key", "scoped_key", "url_expiry"} <= set(report["verdict"])
+    assert (report["profile"], report["seed"]) == ("ci", 41)
     junit = ET.parse(tmp / "junit.xml")
     props = [p.get("value") or "" for p in junit.iter("property") if p.get("name") == "rules"]
     assert any("FENCE-2" in v for v in props)
+    suite = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert suite["o41_seed"] == "41" and suite["o41_profile"] == "ci"
+    page = (tmp / "report.html").read_text()
+    assert "base contract" in page and ">PASS<" in page
+    assert "<script" not in page and "src=" not in page and "<link" not in page
+
+
+def _fingerprint(report: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    """Per test: its outcome and how many requests its body sent (what it exercised)."""
+    return {t["nodeid"]: (t["outcome"], t["requests"]) for t in report["tests"]}
+
+
+def test_default_profile_gives_identical_results_twice(
+    suite_runs: dict[str, Future[Run]],
+) -> None:
+    """Same target, default profile: the same tests, outcomes and examples (the state
+    machine sends exactly as many requests when it runs the same examples)."""
+    first, second = suite_runs["clean"].result()[1], suite_runs["clean-again"].result()[1]
+    assert first["seed"] == second["seed"] == 41
+    assert _fingerprint(first) == _fingerprint(second)
+    stateful = [n for n in _fingerprint(first) if "state_machine" in n]
+    assert stateful and all(_fingerprint(first)[n][1] > 100 for n in stateful)
+
+
+def test_seed_changes_state_machine_examples(suite_runs: dict[str, Future[Run]]) -> None:
+    """--conformance-seed is what fixes the examples: another seed explores differently."""
+    clean, other = suite_runs["clean"].result()[1], suite_runs["stateful-seed-7"].result()[1]
+    assert other["seed"] == 7 and other["summary"]["failed"] == 0
+    ((node, (outcome, sent)),) = _fingerprint(other).items()
+    assert outcome == "passed" and sent != _fingerprint(clean)[node][1]
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
