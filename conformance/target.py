@@ -15,7 +15,7 @@ import requests
 __all__ = ["PROBE_TIMEOUT", "TargetError", "probe"]
 
 #: Seconds to connect, then to read the answer: an API answers this question at once.
-PROBE_TIMEOUT = (3.0, 5.0)
+PROBE_TIMEOUT = (3.0, 3.0)
 
 
 class TargetError(RuntimeError):
