@@ -62,9 +62,9 @@ def runs_suite(paths: list[str], pyargs: bool, invocation_dir: Path) -> bool:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args: Any) -> None:
     ns = early_config.known_args_namespace
     paths = [str(p) for p in (getattr(ns, "file_or_dir", None) or [])]
-    if early_config.pluginmanager.has_plugin(PLUGIN_NAME):
-        return
     if runs_suite(paths, bool(getattr(ns, "pyargs", False)), early_config.invocation_params.dir):
         from conformance import plugin
 
-        early_config.pluginmanager.register(plugin, PLUGIN_NAME)
+        # Already there when given as `-p conformance.plugin`.
+        if not early_config.pluginmanager.is_registered(plugin):
+            early_config.pluginmanager.register(plugin, PLUGIN_NAME)
