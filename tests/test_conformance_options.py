@@ -115,6 +115,16 @@ def test_foreign_target_named_not_an_o41_api(tmp_path: Path, html_site: str) -> 
     _judged_nothing(json.loads(report.read_text()))
 
 
+def test_emulator_that_does_not_start_gives_one_error_line(tmp_path: Path) -> None:
+    proc = pytest_run(REPO, "conformance", "--target", "spawn", "-q",
+                      "--emulator-command", f"{sys.executable} -c 'raise SystemExit(\"boom\")'")
+    out = proc.stdout + proc.stderr
+    errors = [ln for ln in out.splitlines() if "o41 conformance:" in ln]
+    assert proc.returncode == 3, out
+    assert len(errors) == 1 and "--target spawn: emulator did not come up" in errors[0], out
+    assert "boom" in errors[0] and "Traceback" not in out
+
+
 def test_target_url_without_key_is_a_usage_error(tmp_path: Path) -> None:
     proc = pytest_run(REPO, "conformance", "--target", "http://127.0.0.1:1", "-q")
     assert proc.returncode == 4
