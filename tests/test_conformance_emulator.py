@@ -149,29 +149,33 @@ def test_suite_passes_against_clean_emulator(suite_runs: dict[str, Future[Run]])
     assert "<script" not in page and "src=" not in page and "<link" not in page
 
 
-def _fingerprint(report: dict[str, Any]) -> dict[str, tuple[str, int]]:
-    """Per test: its outcome and how many requests its body sent (what it exercised)."""
-    return {t["nodeid"]: (t["outcome"], t["requests"]) for t in report["tests"]}
+def _outcomes(report: dict[str, Any]) -> dict[str, str]:
+    return {t["nodeid"]: t["outcome"] for t in report["tests"]}
+
+
+def _examples(report: dict[str, Any]) -> dict[str, int]:
+    """The state machine's requests: equal when it ran the same examples. (Race tests send
+    as many requests as the race takes, so only their outcome must repeat.)"""
+    return {t["nodeid"]: t["requests"] for t in report["tests"] if "state_machine" in t["nodeid"]}
 
 
 def test_default_profile_gives_identical_results_twice(
     suite_runs: dict[str, Future[Run]],
 ) -> None:
-    """Same target, default profile: the same tests, outcomes and examples (the state
-    machine sends exactly as many requests when it runs the same examples)."""
+    """Same target, default profile: the same tests, outcomes and hypothesis examples."""
     first, second = suite_runs["clean"].result()[1], suite_runs["clean-again"].result()[1]
     assert first["seed"] == second["seed"] == 41
-    assert _fingerprint(first) == _fingerprint(second)
-    stateful = [n for n in _fingerprint(first) if "state_machine" in n]
-    assert stateful and all(_fingerprint(first)[n][1] > 100 for n in stateful)
+    assert _outcomes(first) == _outcomes(second)
+    assert _examples(first) == _examples(second)
+    assert _examples(first) and all(n > 100 for n in _examples(first).values())
 
 
 def test_seed_changes_state_machine_examples(suite_runs: dict[str, Future[Run]]) -> None:
     """--conformance-seed is what fixes the examples: another seed explores differently."""
     clean, other = suite_runs["clean"].result()[1], suite_runs["stateful-seed-7"].result()[1]
-    assert other["seed"] == 7 and other["summary"]["failed"] == 0
-    ((node, (outcome, sent)),) = _fingerprint(other).items()
-    assert outcome == "passed" and sent != _fingerprint(clean)[node][1]
+    assert other["seed"] == 7 and set(_outcomes(other).values()) == {"passed"}
+    ((node, sent),) = _examples(other).items()
+    assert sent != _examples(clean)[node]
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
