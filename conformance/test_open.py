@@ -171,25 +171,26 @@ def test_open_invalid_when_resume_malformed(o41_env: Env, o41_api: Client, resum
 
 @pytest.mark.rule("FORK-1")
 @pytest.mark.scoped_key
+@pytest.mark.scoped_read
 def test_fork_needs_read_on_source_and_write_on_target(o41_env: Env, o41_api: Client) -> None:
     scoped = o41_env.client(key=o41_env.scoped_key, trail=o41_api.trail)
-    readable, hidden = o41_env.artifact("r-src"), o41_env.artifact("x-src")
+    readable, hidden = o41_env.scoped_artifact("src", "read"), o41_env.artifact("x-src")
     for name in (readable, hidden):
         commit_ok(o41_api, open_box(o41_api, name, "box-s"), "step-00000001", make_files({"m": 4}))
     expect_ok(
-        scoped.open(o41_env.artifact("w-dst"), f"o41://{readable}/step-00000001"),
+        scoped.open(o41_env.scoped_artifact("dst"), f"o41://{readable}/step-00000001"),
         "FORK-1",
         "fork from a readable source into a writable artifact",
     )
     expect_error(
-        scoped.open(o41_env.artifact("w-dst"), f"o41://{hidden}/step-00000001"),
+        scoped.open(o41_env.scoped_artifact("dst"), f"o41://{hidden}/step-00000001"),
         403,
         "forbidden",
         "FORK-1",
         "fork from a source the key cannot read",
     )
     expect_error(
-        scoped.open(o41_env.artifact("r-dst"), f"o41://{readable}/step-00000001"),
+        scoped.open(o41_env.scoped_artifact("dst", "read"), f"o41://{readable}/step-00000001"),
         403,
         "forbidden",
         "FORK-1",

@@ -72,6 +72,7 @@ def test_write_goes_to_cloud_default_when_region_has_none(o41_env: Env, o41_api:
 
 
 @pytest.mark.rule("PLACE-3")
+@pytest.mark.fallback
 @pytest.mark.parametrize("place", [UNKNOWN, Place("oci", "us-ashburn-1"), None], ids=str)
 def test_write_goes_to_fallback_when_cloud_has_none(
     o41_env: Env, o41_api: Client, place: Place | None
