@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from conformance.rules import RULES
+from conformance.rules import is_known
 
 __all__ = [
     "EXPECT",
@@ -149,7 +149,7 @@ def _step(i: int, raw: Any, where: str) -> Step:
     if int(expect.get("status", 200)) >= 400 and "code" not in expect:
         raise ScenarioError(f"{where}: step {i} expects an error status without a code")
     rule = raw.get("rule")
-    if rule is not None and rule not in RULES:
+    if rule is not None and not is_known(rule):
         raise ScenarioError(f"{where}: step {i} names unknown rule {rule!r}")
     return Step(i, action, dict(args), dict(expect), rule)
 
@@ -162,9 +162,11 @@ def load_scenario(path: Path) -> Scenario | None:
     if "steps" not in data:
         return None
     rules = tuple(data.get("rules") or ())
-    bad = [r for r in rules if r not in RULES]
+    bad = [r for r in rules if not is_known(r)]
     if bad or not rules:
-        raise ScenarioError(f"{path}: rules must be contract rule ids, got {list(rules)}")
+        raise ScenarioError(
+            f"{path}: rules must be contract rule or clause ids, got {list(rules)}"
+        )
     steps = tuple(_step(i, s, str(path)) for i, s in enumerate(data["steps"] or [], start=1))
     if not steps:
         raise ScenarioError(f"{path}: no steps")
