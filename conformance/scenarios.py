@@ -164,9 +164,7 @@ def load_scenario(path: Path) -> Scenario | None:
     rules = tuple(data.get("rules") or ())
     bad = [r for r in rules if not is_known(r)]
     if bad or not rules:
-        raise ScenarioError(
-            f"{path}: rules must be contract rule or clause ids, got {list(rules)}"
-        )
+        raise ScenarioError(f"{path}: rules must be contract rule or clause ids, got {list(rules)}")
     steps = tuple(_step(i, s, str(path)) for i, s in enumerate(data["steps"] or [], start=1))
     if not steps:
         raise ScenarioError(f"{path}: no steps")
