@@ -10,7 +10,13 @@ an optional ``rule`` that overrides which rule a failing expectation is charged 
       expect: {fenced: A, resume_from: step-00000200, cross_cloud: true}
 
 Actions and their expectation keys are listed in ``EXPECT``; docs/conformance.md explains
-them. Scenarios load from ``fixtures/scenarios`` in a checkout, else from the copy shipped
+them. An ``open`` may name a ``holder`` label (boxes opened with one label share a holder
+id, as SkyPilot's relaunches share ``SKYPILOT_TASK_ID``), a ``key`` (``none``, ``unknown``,
+``read``, ``scoped``) and a ``place`` given as a mapping, sent as written (invalid places).
+An ``upload`` may ``put: none | partial | corrupt`` to cut a commit half way. Rule ids in
+``rules`` and a step's ``rule`` may be clause ids (``FENCE-2.b``).
+
+Scenarios load from ``fixtures/scenarios`` in a checkout, else from the copy shipped
 in this package (``python -m conformance.scenarios --sync`` refreshes that copy).
 """
 
@@ -62,10 +68,10 @@ EXPECT: dict[str, set[str]] = {
 }
 #: Each action's argument keys (``box`` names a box; ``artifact`` an alias of this scenario).
 ARGS: dict[str, set[str]] = {
-    "open": {"box", "artifact", "place", "resume"},
+    "open": {"box", "artifact", "place", "resume", "holder", "key"},
     "race_open": {"boxes", "artifact", "place", "resume"},
     "checkpoint": {"box", "version", "files"},
-    "upload": {"box", "version", "files", "as"},
+    "upload": {"box", "version", "files", "as", "put"},
     "commit": {"box", "upload"},
     "read": {"box", "artifact", "place", "version", "parts"},
     "list": {"artifact"},
