@@ -22,7 +22,7 @@ from conformance.client import Client, Trail, normalize_base
 from conformance.env import FEATURES, Env
 from conformance.model import DEFAULT_PLACES, Topology
 from conformance.report import Collector
-from conformance.rules import RULES, unknown_rules
+from conformance.rules import RULES, rule_of, unknown_rules
 from conformance.spawn import SpawnedEmulator, emulator_config
 
 COLLECTOR = pytest.StashKey[Collector]()
@@ -140,10 +140,14 @@ def _selected_rules(config: pytest.Config) -> list[str]:
 
 
 def item_rules(item: pytest.Item) -> list[str]:
-    """The rule ids of a test: every ``rule`` marker on it, its class, module, param."""
+    """The rule ids of a test: every ``rule`` marker on it, its class, module, param (a
+    marker may name clauses, ``FENCE-2.b``; each counts for its rule)."""
     ids: list[str] = []
     for mark in item.iter_markers("rule"):
-        ids.extend(r for r in mark.args if r not in ids)
+        bad = unknown_rules(mark.args)
+        if bad:
+            raise pytest.UsageError(f"{item.nodeid}: unknown rule or clause ids {bad}")
+        ids.extend(r for r in map(rule_of, mark.args) if r not in ids)
     return ids
 
 
