@@ -277,3 +277,26 @@ def test_epoch_rises_over_every_kind_of_open(o41_env: Env, o41_api: Client) -> N
         "source epoch after forks and refused opens",
     )
     commit_ok(o41_api, s, "step-00000002", make_files(TINY, 2), rule="FORK-2.c")
+
+
+@pytest.mark.rule("FENCE-2.b", "FENCE-3.a")
+def test_commit_fenced_when_files_arrive_after_newer_open(o41_env: Env, o41_api: Client) -> None:
+    """A's write was answered before B's open; its files arrive after it: still fenced."""
+    name = _name(o41_env, "late")
+    a = open_box(o41_api, name, "box-a")
+    commit_ok(o41_api, a, "step-00000001", make_files(TINY, 1))
+    files = make_files({"model.pt": 500, "optim.pt": 60}, 2)
+    up = start_upload(o41_api, name, a.token, "step-00000002", files, put=False)
+    body = expect_ok(up.write, "VER-4.a", "write by A")
+    b = open_box(o41_api, name, "box-b", rule="OPEN-2.a")
+    for f in body["files"]:
+        o41_api.put(f["url"], files[f["name"]])  # may be refused too; the commit must be
+    expect_error(
+        o41_api.commit(name, a.token, body["upload"]),
+        409,
+        "fenced",
+        "FENCE-2.b",
+        "commit by A of files PUT after B's open",
+    )
+    expect_invisible(o41_api, name, "step-00000002", "FENCE-2.b", "A's late upload")
+    expect_writer_alive(o41_api, b, "step-00000002", "FENCE-2.b", "B after A's refusal")

@@ -262,3 +262,13 @@ def test_forks_from_first_middle_and_last_version(o41_env: Env, o41_api: Client)
         "FORK-2.c",
         "the source's next open names the source's own holder",
     )
+
+
+@pytest.mark.rule("OPEN-3.c")
+def test_fresh_open_of_an_empty_fork_succeeds(o41_env: Env, o41_api: Client) -> None:
+    src, dst = _name(o41_env, "src"), _name(o41_env, "dst")
+    commit_ok(o41_api, open_box(o41_api, src, "box-s"), "step-00000001", make_files({"m": 4}))
+    fork = expect_ok(o41_api.open(dst, f"o41://{src}/step-00000001"), "FORK-2.a", "fork")
+    body = expect_ok(o41_api.open(dst, None, None, "box-f"), "OPEN-3.c", "fresh open of the fork")
+    check_equal(body.get("resume_from"), None, "OPEN-3.c", "resume_from of the fresh open")
+    check_equal((body.get("fenced") or {}).get("epoch"), fork["epoch"], "FENCE-2.d", "fenced")

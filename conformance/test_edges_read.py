@@ -32,7 +32,10 @@ def _artifact(env: Env, api: Client, slug: str) -> tuple[Box, dict[int, dict[str
     a = open_box(api, edge_name(env.prefix, slug, secrets.token_hex(3)), "box-a")
     files = {}
     for step in (1, 2, 3):
-        files[step] = make_files({"m.bin": SIZE, "d/n.bin": SIZE + step, "empty": 0}, step)
+        sizes = {"m.bin": SIZE, "d/n.bin": SIZE + step, "empty": 0}
+        if step == 1:
+            sizes["big.bin"] = 2**20 + 17  # past 1 MiB: where buffered servers cut corners
+        files[step] = make_files(sizes, step)
         commit_ok(api, a, f"step-{step:08d}", files[step])
     return a, files
 
@@ -70,6 +73,26 @@ def test_every_file_of_an_older_version_downloads_plain(o41_env: Env, o41_api: C
 def _edges(size: int) -> list[tuple[int, int]]:
     mid = size // 2
     return [(0, 0), (size - 1, size - 1), (0, size - 1), (mid, mid), (1, size - 2), (0, 1)]
+
+
+@pytest.mark.rule("READ-3.a")
+def test_range_ending_past_the_end_is_cut_to_the_file(o41_env: Env, o41_api: Client) -> None:
+    """RFC 9110: a range whose start is inside the file is satisfiable; its end is cut."""
+    a, files = _artifact(o41_env, o41_api, "r3e")
+    urls = _urls(o41_api, a.artifact, "step-00000002")
+    data = files[2]["m.bin"]
+    for lo, hi in ((SIZE - 10, SIZE + 10), (0, SIZE * 5), (SIZE - 1, SIZE)):
+        for method in ("GET", "HEAD"):
+            res = o41_api.fetch(urls["m.bin"], method=method, byte_range=(lo, hi))
+            what = f"{method} Range bytes={lo}-{hi} of {SIZE} bytes"
+            check_equal(
+                (res.status, res.headers.get("Content-Range")),
+                (206, f"bytes {lo}-{SIZE - 1}/{SIZE}"),
+                "READ-3.a",
+                what,
+            )
+            if method == "GET":
+                check_equal(res.content, data[lo:], "READ-3.a", f"bytes of {what}")
 
 
 @pytest.mark.rule("READ-3.a")
@@ -168,6 +191,7 @@ def _variants(url: str) -> list[tuple[str, str]]:
         "near-end": flip(len(sig) - 3),
         "cut": sig[:-1],
         "longer": sig + "A",
+        "case-swapped": sig.swapcase(),
     }
     out = []
     for what, value in changed.items():

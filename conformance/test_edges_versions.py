@@ -273,3 +273,66 @@ def test_latest_and_unknown_versions_with_several_boxes(o41_env: Env, o41_api: C
     for missing in (f"{project}/{base.upper()}", f"{project}/{base}x", f"{project}x/{base}"):
         for reply in (o41_api.read(missing), o41_api.list(missing), o41_api.artifact(missing)):
             expect_error(reply, 404, "not_found", "READ-1.b", f"{reply.target}")
+
+
+@pytest.mark.rule("VER-4.a")
+def test_commit_incomplete_when_empty_file_never_put(o41_env: Env, o41_api: Client) -> None:
+    a = _box(o41_env, o41_api, "v4z")
+    files = {"model.pt": b"abc", "empty.marker": b""}
+    up = start_upload(o41_api, a.artifact, a.token, "step-00000001", files, put=False)
+    urls = {f["name"]: f["url"] for f in expect_ok(up.write, "VER-4.a", "write")["files"]}
+    check(o41_api.put(urls["model.pt"], b"abc").ok, "VER-4.a", "PUT of model.pt")
+    expect_error(
+        o41_api.commit(a.artifact, a.token, str(up.upload_id)),
+        409,
+        "incomplete",
+        "VER-4.a",
+        "commit before the declared zero-byte file was PUT",
+    )
+    check(o41_api.put(urls["empty.marker"], b"").ok, "VER-4.a", "PUT of the empty file")
+    expect_ok(o41_api.commit(a.artifact, a.token, str(up.upload_id)), "VER-4.a", "commit")
+
+
+@pytest.mark.rule("VER-1.a")
+def test_read_of_malformed_version_name_invalid(o41_env: Env, o41_api: Client) -> None:
+    a = _box(o41_env, o41_api, "v1r")
+    commit_ok(o41_api, a, "step-00000001", make_files({"m": 3}))
+    for version in ("step-1", "step-000000001", "Step-00000001", "step-0000000\u0661"):
+        expect_error(
+            o41_api.read(a.artifact, version),
+            400,
+            "invalid_argument",
+            "VER-1.a",
+            f"read of version {version!r}",
+        )
+
+
+@pytest.mark.rule("VER-4.d")
+def test_commit_of_another_artifacts_upload_not_found(o41_env: Env, o41_api: Client) -> None:
+    a, b = _box(o41_env, o41_api, "v4da"), _box(o41_env, o41_api, "v4db")
+    theirs = start_upload(o41_api, b.artifact, b.token, "step-00000001", make_files({"m": 3}))
+    expect_error(
+        o41_api.commit(a.artifact, a.token, str(theirs.upload_id)),
+        404,
+        "not_found",
+        "VER-4.d",
+        "commit of another artifact's upload",
+    )
+    expect_invisible(o41_api, a.artifact, "step-00000001", "VER-4.d", "another artifact's upload")
+    expect_ok(o41_api.commit(b.artifact, b.token, str(theirs.upload_id)), "VER-4.d", "its own")
+
+
+@pytest.mark.rule("VER-4.e")
+def test_put_padded_with_zeros_too_large(o41_env: Env, o41_api: Client) -> None:
+    a = _box(o41_env, o41_api, "v4n")
+    up = start_upload(o41_api, a.artifact, a.token, "step-00000001", {"m": b"abc"}, put=False)
+    url = expect_ok(up.write, "VER-4.e", "write")["files"][0]["url"]
+    for body in (b"abc\0", b"abc" + bytes(4096)):
+        check_equal(o41_api.put(url, body).status, 413, "VER-4.e", f"PUT of {len(body)} bytes")
+    expect_error(
+        o41_api.commit(a.artifact, a.token, str(up.upload_id)),
+        409,
+        "incomplete",
+        "VER-4.e",
+        "commit after only oversized PUTs",
+    )
