@@ -51,7 +51,7 @@ def _fenced_write(api: Client, box: Box, version: str, what: str) -> None:
     )
 
 
-@pytest.mark.rule("FENCE-2.a", "FENCE-2.b", "FENCE-2.d", "OPEN-2.a")
+@pytest.mark.rule("FENCE-1.a", "FENCE-2.a", "FENCE-2.b", "FENCE-2.d", "OPEN-2.a")
 def test_relaunch_with_same_holder_still_fences_old_launch(o41_env: Env, o41_api: Client) -> None:
     """SkyPilot relaunches a managed job with the same SKYPILOT_TASK_ID: the holder id is
     the same, the launch is not. Epochs, not holder ids, decide who may write."""
@@ -60,6 +60,11 @@ def test_relaunch_with_same_holder_still_fences_old_launch(o41_env: Env, o41_api
     commit_ok(o41_api, first, "step-00000001", make_files(TINY, 1))
     staged = _staged(o41_api, first, "step-00000002")
     second = open_box(o41_api, name, holder, "aws/us-east-1", rule="OPEN-2.a")
+    check(
+        second.epoch > first.epoch,
+        "FENCE-1.a",
+        f"relaunch epoch {second.epoch} after {first.epoch}",
+    )
     check_equal(
         second.opened.get("fenced"),
         {"epoch": first.epoch, "holder": holder},

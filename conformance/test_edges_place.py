@@ -156,9 +156,12 @@ def test_routes_of_every_version_from_every_place(o41_env: Env, o41_api: Client)
     for step, home in enumerate(homes, start=1):
         version = f"step-{step:08d}"
         for reader in readers:
-            for text in (str(reader), f"{reader.cloud.upper()}/{reader.region}"):
+            upper = f"{reader.cloud.upper()}/{reader.region}"
+            for text, urls in ((str(reader), False), (upper, True)):
                 body = expect_ok(
-                    o41_api.read(name, version, place=text), "XC-1.b", f"read from {text}"
+                    o41_api.read(name, version, urls=urls, place=text),
+                    "XC-1.b",
+                    f"read from {text} (urls={urls})",
                 )
                 route = route_between(home, reader)
                 check_equal(

@@ -135,7 +135,10 @@ NEEDS = {
 def _params() -> list:
     out = []
     for kind in REFUSALS:
-        marks = [pytest.mark.rule("FENCE-4.a", *([UNCHANGED[kind]] if kind in UNCHANGED else []))]
+        clauses = dict.fromkeys(
+            ["FENCE-4.a", REFUSALS[kind].clause, UNCHANGED.get(kind, "FENCE-4.a")]
+        )
+        marks = [pytest.mark.rule(*clauses)]
         if kind in NEEDS:
             marks.append(NEEDS[kind])
         out.append(pytest.param(kind, marks=marks, id=kind))
