@@ -162,8 +162,8 @@ CLAUSES: dict[str, str] = {
         "holder keeps writing and committing."
     ),
     "VER-1.a": (
-        "A version name other than step- followed by exactly 8 ASCII digits gets 400 "
-        "invalid_argument."
+        "A version name other than step- followed by exactly 8 ASCII digits (in a write "
+        "or a read) gets 400 invalid_argument."
     ),
     "VER-1.b": "A file name with a ., .., empty or absolute segment gets 400 invalid_argument.",
     "VER-2.a": (
@@ -177,7 +177,10 @@ CLAUSES: dict[str, str] = {
         "A version whose step is not greater than the latest committed step gets 409 "
         "not_after_latest."
     ),
-    "VER-4.a": "A commit before every declared file was uploaded gets 409 incomplete.",
+    "VER-4.a": (
+        "A commit before every declared file was uploaded (a declared empty file too) "
+        "gets 409 incomplete."
+    ),
     "VER-4.b": (
         "A commit where a file arrived with another size or sha256 than declared gets 409 "
         "incomplete."
@@ -186,7 +189,7 @@ CLAUSES: dict[str, str] = {
         "Uncommitted uploads are invisible to read, list, latest, resume_from and the "
         "has-checkpoints refusal."
     ),
-    "VER-4.d": "A commit of an unknown upload gets 404 not_found.",
+    "VER-4.d": "A commit of an unknown upload, or of another artifact's upload, gets 404 not_found.",
     "VER-4.e": (
         "A declared size over the limit, or a PUT body longer than declared, gets 413 "
         "payload_too_large."
@@ -202,7 +205,8 @@ CLAUSES: dict[str, str] = {
     ),
     "READ-3.a": (
         "GET and HEAD honour one Range: bytes=a-b: 206 with Content-Range and exactly "
-        "those bytes, at every edge of the file."
+        "those bytes, at every edge of the file; a range that starts inside the file and "
+        "ends past it is cut to the file's end."
     ),
     "READ-3.b": "A range that cannot be satisfied gets 416.",
     "READ-4.a": "A signed URL used on another path gets 403.",
@@ -232,7 +236,7 @@ CLAUSES: dict[str, str] = {
     "USAGE-1.a": "Usage counts every byte written, per route.",
     "USAGE-1.b": (
         "Usage counts the bytes actually served by reads (a ranged GET counts what it "
-        "sent), per route."
+        "sent; a HEAD, a 403 or a 416 nothing), per route."
     ),
     "USAGE-1.c": (
         "Usage prices each route by the price table, by the cloud the bytes leave, and totals it."
