@@ -189,7 +189,9 @@ CLAUSES: dict[str, str] = {
         "Uncommitted uploads are invisible to read, list, latest, resume_from and the "
         "has-checkpoints refusal."
     ),
-    "VER-4.d": "A commit of an unknown upload, or of another artifact's upload, gets 404 not_found.",
+    "VER-4.d": (
+        "A commit of an unknown upload, or of another artifact's upload, gets 404 not_found."
+    ),
     "VER-4.e": (
         "A declared size over the limit, or a PUT body longer than declared, gets 413 "
         "payload_too_large."
