@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import secrets
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -316,3 +317,48 @@ def expect_invisible(api: Client, artifact: str, version: str, clause: str, what
     latest = api.read(artifact, "latest")
     if latest.ok:
         check(latest.body.get("version") != version, clause, f"{what}: latest read {version}")
+
+
+# --- names under a prefix-scoped key ---------------------------------------------------------
+
+_ARTIFACT_NAME = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
+
+
+def scoped_prefixes(env: Any) -> tuple[str, str | None]:
+    """The scoped key's write prefix and read-only prefix (None: it has none). The Env of a
+    ``--scoped-key KEY=PREFIX`` run says; else the spawn configuration's two prefixes."""
+    scoped = getattr(env, "scoped", None)
+    if scoped is not None:
+        return scoped.write_prefix, getattr(scoped, "read_prefix", None)
+    return f"{env.prefix}/w-", f"{env.prefix}/r-"
+
+
+def scoped_name(env: Any, slug: str, access: str = "write") -> str:
+    """A fresh artifact name under the scoped key's write or read-only prefix; the test
+    skips, naming the option, when the run has no such prefix."""
+    import pytest
+
+    write, read = scoped_prefixes(env)
+    prefix = write if access == "write" else read
+    if prefix is None:
+        pytest.skip("optional capability: no read-only prefix (pass --scoped-read-prefix)")
+    return f"{prefix}{slug}-{secrets.token_hex(3)}"
+
+
+def names_just_outside(env: Any, salt: str) -> list[str]:
+    """Valid artifact names one character away from the scoped key's write prefix (another
+    case, a character before it, the prefix cut short): all outside every prefix it has."""
+    write, read = scoped_prefixes(env)
+    candidates = [
+        write.swapcase() + salt,
+        "x" + write + salt,
+        write[:-1] + "x" + salt,
+        write[:-1] + salt,
+        write.rstrip("-_.") or write,
+    ]
+    inside = tuple(p for p in (write, read) if p)
+    return [
+        n
+        for n in dict.fromkeys(candidates)
+        if _ARTIFACT_NAME.fullmatch(n) and not n.startswith(inside)
+    ]

@@ -13,6 +13,8 @@ from conformance.actions import (
     expect_ok,
     make_files,
     open_box,
+    scoped_name,
+    scoped_prefixes,
     sha256,
     start_upload,
 )
@@ -136,7 +138,8 @@ def test_read_key_reads_but_cannot_write(o41_env: Env, o41_api: Client, o41_read
 @pytest.mark.scoped_key
 def test_scoped_key_confined_to_its_prefixes(o41_env: Env, o41_api: Client) -> None:
     scoped = o41_env.client(key=o41_env.scoped_key, trail=o41_api.trail)
-    writable, readable, hidden = (o41_env.artifact(p) for p in ("w-a", "r-a", "x-a"))
+    writable, readable = scoped_name(o41_env, "a"), scoped_name(o41_env, "a", "read")
+    hidden = o41_env.artifact("x-a")
     for name in (readable, hidden):
         commit_ok(o41_api, open_box(o41_api, name, "box-s"), "step-00000001", make_files({"m": 4}))
     w = open_box(scoped, writable, "box-w", rule="AUTH-3")
@@ -157,7 +160,7 @@ def test_scoped_key_confined_to_its_prefixes(o41_env: Env, o41_api: Client) -> N
 @pytest.mark.usage
 def test_usage_confined_to_readable_artifacts(o41_env: Env, o41_api: Client) -> None:
     scoped = o41_env.client(key=o41_env.scoped_key, trail=o41_api.trail)
-    readable, hidden = o41_env.artifact("r-u"), o41_env.artifact("x-u")
+    readable, hidden = scoped_name(o41_env, "u", "read"), o41_env.artifact("x-u")
     for name in (readable, hidden):
         commit_ok(o41_api, open_box(o41_api, name, "box-s"), "step-00000001", make_files({"m": 4}))
     expect_ok(scoped.usage(readable), "AUTH-3", "usage of a readable artifact")
@@ -165,6 +168,6 @@ def test_usage_confined_to_readable_artifacts(o41_env: Env, o41_api: Client) -> 
     rows = expect_ok(scoped.usage(), "AUTH-3", "usage without an artifact")["transfers"]
     seen = {r["artifact"] for r in rows}
     check(readable in seen, "USAGE-1", f"{readable} missing from the key's usage")
-    allowed = (f"{o41_env.prefix}/r-", f"{o41_env.prefix}/w-")
+    allowed = tuple(p for p in scoped_prefixes(o41_env) if p)
     leaked = sorted(a for a in seen if not a.startswith(allowed))
     check_equal(leaked, [], "AUTH-3", "artifacts in usage the key cannot read")

@@ -18,7 +18,10 @@ from conformance.actions import (
     expect_unchanged,
     file_specs,
     make_files,
+    names_just_outside,
     open_box,
+    scoped_name,
+    scoped_prefixes,
     snapshot,
     start_upload,
 )
@@ -119,7 +122,8 @@ def test_read_access_reads_everything_and_writes_nothing(
     key = o41_env.read_key if who == "read" else o41_env.scoped_key
     if not key:
         pytest.skip(f"optional capability: no {who} key (--read-key / --scoped-key)")
-    box, upload = _held(o41_api, o41_env.artifact("r-a3"))
+    name = o41_env.artifact("a3") if who == "read" else scoped_name(o41_env, "a3", "read")
+    box, upload = _held(o41_api, name)
     client = o41_api.with_key(key)
     _reads_everything(o41_api, client, box, "AUTH-3.a", f"the {who} key")
     before = snapshot(o41_api, box.artifact)
@@ -149,13 +153,10 @@ def test_read_access_reads_everything_and_writes_nothing(
 def test_names_just_outside_the_prefix_refused_on_every_endpoint(
     o41_env: Env, o41_api: Client
 ) -> None:
-    p, salt = o41_env.prefix, secrets.token_hex(3)
-    outside = [f"{p}/W-{salt}", f"{p}/x-w-{salt}", f"x{p}/w-{salt}", f"{p}x/w-{salt}", f"{p}/w"]
-    outside.append(f"{p}/wx{salt}")
     client = o41_api.with_key(o41_env.scoped_key)
-    for name in outside:
-        if name == f"{p}/w" and o41_api.artifact(name).status != 404:
-            continue
+    for name in names_just_outside(o41_env, secrets.token_hex(3)):
+        if o41_api.artifact(name).status != 404:
+            continue  # an unsalted name left by an earlier run against this target
         box, upload = _held(o41_api, name, versions=1)
         _refused_everywhere(o41_api, client, box, upload, 403, "forbidden", "AUTH-3.b", name)
         expect_ok(o41_api.commit(box.artifact, box.token, upload), "AUTH-3.b", "the upload after")
@@ -165,7 +166,7 @@ def test_names_just_outside_the_prefix_refused_on_every_endpoint(
 @pytest.mark.scoped_key
 def test_write_scope_reads_too(o41_env: Env, o41_api: Client) -> None:
     client = o41_api.with_key(o41_env.scoped_key)
-    name = o41_env.artifact("w-a3c")
+    name = scoped_name(o41_env, "a3c")
     box = open_box(client, name, "box-w", rule="AUTH-3.c")
     for step in (1, 2, 3):
         commit_ok(client, box, f"step-{step:08d}", make_files({"m": 40}, step), rule="AUTH-3.c")
@@ -178,19 +179,22 @@ def test_usage_without_artifact_shows_only_readable_artifacts(
     o41_env: Env, o41_api: Client
 ) -> None:
     client = o41_api.with_key(o41_env.scoped_key)
-    salt = secrets.token_hex(3)
-    names = {k: f"{o41_env.prefix}/{k}-{salt}" for k in ("w", "r", "x", "W")}
+    write, read = scoped_prefixes(o41_env)
+    names = {"w": scoped_name(o41_env, "u"), "x": o41_env.artifact("x-u")}
+    names["W"] = names_just_outside(o41_env, secrets.token_hex(3))[0]
+    if read:
+        names["r"] = scoped_name(o41_env, "u", "read")
     for name in names.values():
         box = open_box(o41_api, name, "box-u", UNKNOWN_PLACE)
         commit_ok(o41_api, box, "step-00000001", make_files({"m": 1000}))
         body = expect_ok(o41_api.read(name, urls=True, place=UNKNOWN_PLACE), "READ-2.a", "read")
         download(o41_api, body)
     usage = expect_ok(client.usage(), "AUTH-3.d", "usage without an artifact, scoped key")
-    allowed = (f"{o41_env.prefix}/w-", f"{o41_env.prefix}/r-")
+    allowed = tuple(p for p in (write, read) if p)
     for part in ("transfers", "placements"):
         seen = {r.get("artifact") for r in usage.get(part) or []}
         check(
-            {names["w"], names["r"]} <= seen,
+            {names[k] for k in ("w", "r") if k in names} <= seen,
             "AUTH-3.d",
             f"{part} of the scoped key lack its own artifacts",
         )

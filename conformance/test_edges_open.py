@@ -19,6 +19,7 @@ from conformance.actions import (
     make_files,
     open_box,
     open_raw,
+    scoped_name,
     snapshot,
     start_upload,
 )
@@ -181,12 +182,13 @@ def test_fork_malformed_source_invalid(o41_env: Env, o41_api: Client, form: str)
 @pytest.mark.scoped_key
 def test_fork_scope_checked_on_both_sides(o41_env: Env, o41_api: Client) -> None:
     scoped = o41_env.client(key=o41_env.scoped_key, trail=o41_api.trail)
-    readable, writable_src, hidden = (o41_env.artifact(p) for p in ("r-fs", "w-fs", "x-fs"))
+    readable, writable_src = scoped_name(o41_env, "fs", "read"), scoped_name(o41_env, "fs")
+    hidden = o41_env.artifact("x-fs")
     for name in (readable, writable_src, hidden):
         commit_ok(o41_api, open_box(o41_api, name, "box-s"), "step-00000001", make_files({"m": 4}))
     refused = [
-        (hidden, o41_env.artifact("w-fd")),
-        (readable, o41_env.artifact("r-fd")),
+        (hidden, scoped_name(o41_env, "fd")),
+        (readable, scoped_name(o41_env, "fd", "read")),
         (readable, o41_env.artifact("x-fd")),
         (hidden, o41_env.artifact("x-fd")),
     ]
@@ -203,14 +205,14 @@ def test_fork_scope_checked_on_both_sides(o41_env: Env, o41_api: Client) -> None
         expect_unchanged(o41_api, source, before, "FORK-1.d", "a forbidden fork")
     for source in (readable, writable_src):
         expect_ok(
-            scoped.open(o41_env.artifact("w-fd"), f"o41://{source}/step-00000001"),
+            scoped.open(scoped_name(o41_env, "fd"), f"o41://{source}/step-00000001"),
             "FORK-1.d",
             f"fork from {source} (readable) into a writable artifact",
         )
     if o41_env.read_key:
         reader = o41_env.client(key=o41_env.read_key, trail=o41_api.trail)
         expect_error(
-            reader.open(o41_env.artifact("w-fd"), f"o41://{readable}/step-00000001"),
+            reader.open(scoped_name(o41_env, "fd"), f"o41://{readable}/step-00000001"),
             403,
             "forbidden",
             "FORK-1.d",

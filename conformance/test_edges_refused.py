@@ -22,6 +22,8 @@ from conformance.actions import (
     make_files,
     open_box,
     open_raw,
+    scoped_name,
+    scoped_prefixes,
     snapshot,
 )
 from conformance.client import Client, Reply
@@ -193,9 +195,11 @@ def test_forbidden_open_creates_nothing(o41_env: Env, o41_api: Client, who: str)
         pytest.skip(f"optional capability: no {who} key (--read-key / --scoped-key)")
     client = o41_api.with_key(key)
     salt = secrets.token_hex(3)
-    src = o41_env.artifact("r-src")
+    src = o41_env.artifact("src")
     commit_ok(o41_api, open_box(o41_api, src, "box-s"), "step-00000001", make_files({"m": 4}))
-    targets = [edge_name(o41_env.prefix, "hid", salt), f"{o41_env.prefix}/r-{salt}"]
+    targets = [edge_name(o41_env.prefix, "hid", salt)]
+    if who == "scoped" and scoped_prefixes(o41_env)[1]:
+        targets.append(scoped_name(o41_env, salt, "read"))
     for name in targets:
         for resume in ("latest", None, f"o41://{src}/step-00000001"):
             reply = client.open(name, resume, None, "box-x")

@@ -116,7 +116,7 @@ def test_writes_per_route_priced_by_the_box_cloud(o41_env: Env, o41_api: Client)
         (None, "cross_cloud"),
     ]
     for place, route in cases:
-        name = _name(o41_env, f"w-{route}")
+        name = _name(o41_env, f"wr{route}")
         a = open_box(o41_api, name, "box-a", place)
         sizes = []
         for step in (1, 2, 3):

@@ -11,6 +11,7 @@ from conformance.actions import (
     expect_ok,
     make_files,
     open_box,
+    scoped_name,
 )
 from conformance.client import Client
 from conformance.env import Env
@@ -173,23 +174,23 @@ def test_open_invalid_when_resume_malformed(o41_env: Env, o41_api: Client, resum
 @pytest.mark.scoped_key
 def test_fork_needs_read_on_source_and_write_on_target(o41_env: Env, o41_api: Client) -> None:
     scoped = o41_env.client(key=o41_env.scoped_key, trail=o41_api.trail)
-    readable, hidden = o41_env.artifact("r-src"), o41_env.artifact("x-src")
+    readable, hidden = scoped_name(o41_env, "src", "read"), o41_env.artifact("x-src")
     for name in (readable, hidden):
         commit_ok(o41_api, open_box(o41_api, name, "box-s"), "step-00000001", make_files({"m": 4}))
     expect_ok(
-        scoped.open(o41_env.artifact("w-dst"), f"o41://{readable}/step-00000001"),
+        scoped.open(scoped_name(o41_env, "dst"), f"o41://{readable}/step-00000001"),
         "FORK-1",
         "fork from a readable source into a writable artifact",
     )
     expect_error(
-        scoped.open(o41_env.artifact("w-dst"), f"o41://{hidden}/step-00000001"),
+        scoped.open(scoped_name(o41_env, "dst"), f"o41://{hidden}/step-00000001"),
         403,
         "forbidden",
         "FORK-1",
         "fork from a source the key cannot read",
     )
     expect_error(
-        scoped.open(o41_env.artifact("r-dst"), f"o41://{readable}/step-00000001"),
+        scoped.open(scoped_name(o41_env, "dst", "read"), f"o41://{readable}/step-00000001"),
         403,
         "forbidden",
         "FORK-1",
