@@ -42,6 +42,7 @@ def _calls(box: Box, upload: str) -> dict[str, Call]:
         "write": lambda c: c.write(name, box.token, "step-00000050", specs),
         "commit": lambda c: c.commit(name, box.token, upload),
         "versions-read": lambda c: c.read(name, "step-00000001", urls=True),
+        "versions-read-default": lambda c: c.read(name, None),
         "versions-list": lambda c: c.list(name),
         "artifacts-read": lambda c: c.artifact(name),
         "usage-read": lambda c: c.usage(name),
