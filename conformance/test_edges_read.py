@@ -25,6 +25,7 @@ from conformance.env import Env
 from conformance.rules import check, check_equal
 
 SIZE = 1000
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 
 def _artifact(env: Env, api: Client, slug: str) -> tuple[Box, dict[int, dict[str, bytes]]]:
@@ -185,10 +186,17 @@ def _variants(url: str) -> list[tuple[str, str]]:
     def flip(pos: int) -> str:
         return sig[:pos] + ("B" if sig[pos] != "B" else "C") + sig[pos + 1 :]
 
+    def flip_last() -> str:
+        """The last character with its top bit changed: in base64 its low bits may be
+        padding that decoders ignore, so a nearby letter could leave the bytes as they were."""
+        i = _B64.find(sig[-1])
+        return sig[:-1] + (_B64[i ^ 32] if i >= 0 else "A")
+
     changed = {
         "first": flip(0),
         "middle": flip(len(sig) // 2),
         "near-end": flip(len(sig) - 3),
+        "last": flip_last(),
         "cut": sig[:-1],
         "longer": sig + "A",
         "case-swapped": sig.swapcase(),

@@ -251,6 +251,9 @@ def test_latest_and_unknown_versions_with_several_boxes(o41_env: Env, o41_api: C
     a = _box(o41_env, o41_api, "r1")
     for step in (3, 30, 300):
         commit_ok(o41_api, a, f"step-{step:08d}", make_files({"m": 4}, step))
+        for urls in (True, False):  # every way of asking follows the newest commit
+            body = expect_ok(o41_api.read(a.artifact, "latest", urls=urls), "READ-1.a", "latest")
+            check_equal(body.get("version"), f"step-{step:08d}", "READ-1.a", f"latest, urls={urls}")
     b = open_box(o41_api, a.artifact, "box-b", rule="OPEN-2.a")
     start_upload(o41_api, a.artifact, b.token, "step-00000400", make_files({"m": 4}))
     for version in ("latest", None):
@@ -268,6 +271,16 @@ def test_latest_and_unknown_versions_with_several_boxes(o41_env: Env, o41_api: C
             "not_found",
             "READ-1.b",
             f"read of step {step}",
+        )
+    fork = edge_name(o41_env.prefix, "r1f", secrets.token_hex(3))
+    expect_ok(o41_api.open(fork, f"o41://{a.artifact}/step-00000030"), "FORK-2.a", "fork")
+    for step in (3, 30, 300):  # a fork's versions are its own, not its source's
+        expect_error(
+            o41_api.read(fork, f"step-{step:08d}"),
+            404,
+            "not_found",
+            "READ-1.b",
+            f"read of the source's step {step} in the fork",
         )
     project, base = a.artifact.split("/")
     for missing in (f"{project}/{base.upper()}", f"{project}/{base}x", f"{project}x/{base}"):
