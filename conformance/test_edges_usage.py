@@ -173,8 +173,8 @@ def test_transfers_one_row_per_version_place_and_route(o41_env: Env, o41_api: Cl
     name = _name(o41_env, "rows")
     a = open_box(o41_api, name, "box-a", home)
     size = 100_003
-    for step in (1, 2, 3):
-        commit_ok(o41_api, a, f"step-{step:08d}", make_files({"m": size}, step))
+    for step in (1, 2, 3):  # three files each: one write row per version, not per file
+        commit_ok(o41_api, a, f"step-{step:08d}", make_files({"m": size, "a": 10, "b/c": 20}, step))
     url = _url(o41_api, name, away)
     step = -(-size // 8)
     for lo in range(0, size, step):  # eight ranged GETs of one file by one box
@@ -194,10 +194,10 @@ def test_transfers_one_row_per_version_place_and_route(o41_env: Env, o41_api: Cl
     check_equal(o41_api.fetch(_url(o41_api, name, upper)).status, 200, "READ-2.a", "GET, upper")
     body = expect_ok(o41_api.read(name, "step-00000001", urls=True, place=away), "READ-2.a", "v1")
     check_equal(
-        o41_api.fetch(body["files"][0]["url"], byte_range=(0, 9)).status, 206, "READ-3.a", "v1"
+        o41_api.fetch(_file_url(body, "m"), byte_range=(0, 9)).status, 206, "READ-3.a", "v1"
     )
     body = expect_ok(o41_api.read(name, "step-00000003", urls=True, place=home), "READ-2.a", "home")
-    check_equal(o41_api.fetch(body["files"][0]["url"]).status, 200, "READ-2.a", "local GET")
+    check_equal(o41_api.fetch(_file_url(body, "m")).status, 200, "READ-2.a", "local GET")
     rows = [r for r in _usage(o41_api, name).get("transfers") or [] if r.get("artifact") == name]
     reads = sorted(
         (r.get("version"), str(Place.from_json(r.get("place"))), r.get("route"), r.get("bytes"))
@@ -219,7 +219,11 @@ def test_transfers_one_row_per_version_place_and_route(o41_env: Env, o41_api: Cl
     )
     check_equal(
         writes,
-        [(f"step-{s:08d}", "local", size) for s in (1, 2, 3)],
+        [(f"step-{s:08d}", "local", size + 30) for s in (1, 2, 3)],
         "USAGE-1.d",
         "write rows, one per version",
     )
+
+
+def _file_url(version: dict, name: str) -> str:
+    return next(f["url"] for f in version["files"] if f["name"] == name)

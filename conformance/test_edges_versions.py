@@ -123,6 +123,10 @@ def test_older_versions_stay_immutable_and_steps_only_rise(o41_env: Env, o41_api
                 o41_api, box, f"step-{step:08d}", "not_after_latest", "VER-3.a"
             )
     commit_ok(o41_api, b, "step-00000011", make_files(FILES, 11), rule="VER-3.a")
+    # an identical second upload of a committed name is still refused
+    _refused_identical(o41_api, b, "step-00000011", make_files(FILES, 11))
+    # uploads PUT under the same file names afterwards must not leak into committed versions
+    start_upload(o41_api, a.artifact, b.token, "step-00000012", make_files(FILES, 99))
     for step, (version, files) in committed.items():
         for place in ("aws/us-east-1", "azure/westeurope", None):
             body = expect_ok(
@@ -143,6 +147,20 @@ def test_older_versions_stay_immutable_and_steps_only_rise(o41_env: Env, o41_api
                 f"step {step} after later commits and refused overwrites",
             )
         check_equal(download(o41_api, body), files, "VER-2.b", f"bytes of step {step}")
+
+
+def _refused_identical(api: Client, box: Box, version: str, files: dict[str, bytes]) -> None:
+    up = start_upload(api, box.artifact, box.token, version, files)
+    if not up.write.ok:
+        expect_error(up.write, 409, "version_exists", "VER-2.a", f"identical write of {version}")
+        return
+    expect_error(
+        api.commit(box.artifact, box.token, str(up.upload_id)),
+        409,
+        "version_exists",
+        "VER-2.a",
+        f"identical second upload of {version}",
+    )
 
 
 def _damage(api: Client, up_write: Reply, files: dict[str, bytes], how: str) -> None:
