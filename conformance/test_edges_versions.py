@@ -367,3 +367,39 @@ def test_put_padded_with_zeros_too_large(o41_env: Env, o41_api: Client) -> None:
         "VER-4.e",
         "commit after only oversized PUTs",
     )
+
+
+@pytest.mark.rule("VER-2.a", "VER-2.b")
+@pytest.mark.parametrize("same_bytes", [True, False], ids=["identical", "different"])
+def test_twin_upload_of_a_committed_name_refused_and_never_leaks(
+    o41_env: Env, o41_api: Client, same_bytes: bool
+) -> None:
+    """Two uploads of one name written before either commits: the first commit wins, the
+    twin's commit is refused even with identical files, and bytes it PUTs after the commit
+    never reach the committed version."""
+    a = _box(o41_env, o41_api, "twin")
+    first = make_files(FILES, 1)
+    second = first if same_bytes else make_files(FILES, 2)
+    up1 = start_upload(o41_api, a.artifact, a.token, "step-00000100", first)
+    up2 = start_upload(o41_api, a.artifact, a.token, "step-00000100", second, put=False)
+    body2 = expect_ok(up2.write, "VER-2.a", "write of the twin before any commit")
+    committed = expect_ok(
+        o41_api.commit(a.artifact, a.token, str(up1.upload_id)), "VER-2.a", "first commit"
+    )
+    for f in body2["files"]:  # the twin's own declared bytes, PUT after the commit
+        o41_api.put(f["url"], second[f["name"]])
+    expect_error(
+        o41_api.commit(a.artifact, a.token, body2["upload"]),
+        409,
+        "version_exists",
+        "VER-2.a",
+        "commit of the twin upload of a committed name",
+    )
+    body = expect_ok(o41_api.read(a.artifact, "step-00000100", urls=True), "VER-2.b", "read")
+    check_equal(
+        sorted((f["name"], f["sha256"]) for f in body["files"]),
+        sorted((f["name"], f["sha256"]) for f in committed["files"]),
+        "VER-2.b",
+        "files of the committed version after the twin's PUTs",
+    )
+    check_equal(download(o41_api, body), first, "VER-2.b", "bytes after the twin's late PUTs")
