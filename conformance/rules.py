@@ -1,9 +1,11 @@
-"""The contract's rule ids with one-line texts, and the failure type that carries them.
+"""The contract's rule and clause ids with one-line texts, and the failure type carrying them.
 
-Every check in the suite raises :class:`RuleViolation` naming the rule it enforces, so a
-failure anywhere (example test, scenario step, state machine invariant) maps to a rule id
-in the report without guessing. The texts are our own one-line summaries of
-``CONTRACT.md``; the suite never reads the implementation's notion of the rules.
+Every check in the suite raises :class:`RuleViolation` naming the clause (or, for broad
+checks, the rule) it enforces, so a failure anywhere (example test, scenario step, state
+machine invariant) maps to a clause and its rule in the report without guessing. A clause
+id is its rule id with a letter (``FENCE-2.b``); :func:`rule_of` gives the rule of either.
+The texts are our own summaries of docs/contract.md; the suite never reads the
+implementation's notion of the rules.
 """
 
 from __future__ import annotations
@@ -17,8 +19,12 @@ __all__ = [
     "RuleViolation",
     "check",
     "check_equal",
+    "clauses_of",
+    "clauses_of_rule",
+    "is_known",
     "rule_of",
     "rules_of",
+    "text_of",
     "unknown_rules",
 ]
 
@@ -156,8 +162,8 @@ CLAUSES: dict[str, str] = {
         "holder keeps writing and committing."
     ),
     "VER-1.a": (
-        "A version name other than step- followed by exactly 8 ASCII digits gets 400 "
-        "invalid_argument."
+        "A version name other than step- followed by exactly 8 ASCII digits (in a write "
+        "or a read) gets 400 invalid_argument."
     ),
     "VER-1.b": "A file name with a ., .., empty or absolute segment gets 400 invalid_argument.",
     "VER-2.a": (
@@ -171,7 +177,10 @@ CLAUSES: dict[str, str] = {
         "A version whose step is not greater than the latest committed step gets 409 "
         "not_after_latest."
     ),
-    "VER-4.a": "A commit before every declared file was uploaded gets 409 incomplete.",
+    "VER-4.a": (
+        "A commit before every declared file was uploaded (a declared empty file too) "
+        "gets 409 incomplete."
+    ),
     "VER-4.b": (
         "A commit where a file arrived with another size or sha256 than declared gets 409 "
         "incomplete."
@@ -180,7 +189,9 @@ CLAUSES: dict[str, str] = {
         "Uncommitted uploads are invisible to read, list, latest, resume_from and the "
         "has-checkpoints refusal."
     ),
-    "VER-4.d": "A commit of an unknown upload gets 404 not_found.",
+    "VER-4.d": (
+        "A commit of an unknown upload, or of another artifact's upload, gets 404 not_found."
+    ),
     "VER-4.e": (
         "A declared size over the limit, or a PUT body longer than declared, gets 413 "
         "payload_too_large."
@@ -196,7 +207,8 @@ CLAUSES: dict[str, str] = {
     ),
     "READ-3.a": (
         "GET and HEAD honour one Range: bytes=a-b: 206 with Content-Range and exactly "
-        "those bytes, at every edge of the file."
+        "those bytes, at every edge of the file; a range that starts inside the file and "
+        "ends past it is cut to the file's end."
     ),
     "READ-3.b": "A range that cannot be satisfied gets 416.",
     "READ-4.a": "A signed URL used on another path gets 403.",
@@ -226,7 +238,7 @@ CLAUSES: dict[str, str] = {
     "USAGE-1.a": "Usage counts every byte written, per route.",
     "USAGE-1.b": (
         "Usage counts the bytes actually served by reads (a ranged GET counts what it "
-        "sent), per route."
+        "sent; a HEAD, a 403 or a 416 nothing), per route."
     ),
     "USAGE-1.c": (
         "Usage prices each route by the price table, by the cloud the bytes leave, and totals it."
@@ -246,47 +258,65 @@ def rule_of(rule_or_clause: str) -> str:
     return rule_or_clause.split(".", 1)[0]
 
 
+def is_known(rule_or_clause: str) -> bool:
+    """Whether the contract defines this rule or clause id."""
+    return rule_or_clause in RULES or rule_or_clause in CLAUSES
+
+
+def text_of(rule_or_clause: str) -> str:
+    """The one-line text of a rule or clause id."""
+    return CLAUSES.get(rule_or_clause) or RULES[rule_of(rule_or_clause)]
+
+
+def clauses_of_rule(rule: str) -> list[str]:
+    """The clause ids of one rule, in contract order."""
+    return [c for c in CLAUSES if rule_of(c) == rule]
+
+
 class RuleViolation(AssertionError):
-    """An observed response broke a contract rule.
+    """An observed response broke a contract clause (or, for a broad check, a rule).
 
     Subclasses AssertionError so pytest and hypothesis treat it as an ordinary test
-    failure (and hypothesis shrinks it), while the report can still read ``rule``.
+    failure (and hypothesis shrinks it), while the report can still read ``rule`` (always
+    a rule id) and ``clause`` (the clause id, or None when only the rule was named).
     """
 
     def __init__(self, rule: str, detail: str) -> None:
-        if rule not in RULES:
-            raise ValueError(f"unknown rule id {rule!r}")
-        self.rule = rule
+        if not is_known(rule):
+            raise ValueError(f"unknown rule or clause id {rule!r}")
+        self.id = rule
+        self.rule = rule_of(rule)
+        self.clause = rule if rule in CLAUSES else None
         self.detail = detail
-        super().__init__(f"[{rule}] {RULES[rule]} -- {detail}")
+        super().__init__(f"[{rule}] {text_of(rule)} -- {detail}")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.rule, self.detail))
+        return (type(self), (self.id, self.detail))
 
 
 def check(condition: object, rule: str, detail: str) -> None:
-    """Raise a RuleViolation for ``rule`` unless ``condition`` holds."""
+    """Raise a RuleViolation for ``rule`` (a rule or clause id) unless ``condition`` holds."""
     if not condition:
         raise RuleViolation(rule, detail)
 
 
 def check_equal(actual: object, expected: object, rule: str, what: str) -> None:
-    """Compare one observed value with the model's prediction under ``rule``."""
+    """Compare one observed value with the model's prediction under ``rule`` (or clause)."""
     if actual != expected:
         raise RuleViolation(rule, f"{what}: expected {expected!r}, got {actual!r}")
 
 
-def rules_of(exc: BaseException | None) -> list[str]:
-    """Rule ids carried by an exception, looking inside exception groups and causes."""
-    found: list[str] = []
+def _violations(exc: BaseException | None) -> list[RuleViolation]:
+    """Every RuleViolation inside an exception, its exception groups and causes."""
+    found: list[RuleViolation] = []
     seen: set[int] = set()
 
     def walk(e: BaseException | None) -> None:
         if e is None or id(e) in seen:
             return
         seen.add(id(e))
-        if isinstance(e, RuleViolation) and e.rule not in found:
-            found.append(e.rule)
+        if isinstance(e, RuleViolation):
+            found.append(e)
         if isinstance(e, BaseExceptionGroup):
             for sub in e.exceptions:
                 walk(sub)
@@ -296,6 +326,16 @@ def rules_of(exc: BaseException | None) -> list[str]:
     return found
 
 
+def rules_of(exc: BaseException | None) -> list[str]:
+    """Rule ids carried by an exception, looking inside exception groups and causes."""
+    return list(dict.fromkeys(v.rule for v in _violations(exc)))
+
+
+def clauses_of(exc: BaseException | None) -> list[str]:
+    """Clause ids carried by an exception (a violation naming only a rule gives the rule)."""
+    return list(dict.fromkeys(v.id for v in _violations(exc)))
+
+
 def unknown_rules(ids: Iterable[str]) -> list[str]:
-    """The ids in ``ids`` that the contract does not define (for marker validation)."""
-    return [i for i in ids if i not in RULES]
+    """The ids in ``ids`` that are neither a rule nor a clause (for marker validation)."""
+    return [i for i in ids if not is_known(i)]

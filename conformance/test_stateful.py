@@ -31,6 +31,7 @@ ALL_RULES = (
     "XC-1",
     "USAGE-1",
     "AUTH-2",
+    "AUTH-1",
 )
 
 

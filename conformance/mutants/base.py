@@ -42,7 +42,7 @@ class Request:
     @property
     def endpoint(self) -> str:
         """``artifacts/open``, ``versions/write``, ... ('' outside the API)."""
-        return self.path[len(API_PREFIX):] if self.kind == "api" else ""
+        return self.path[len(API_PREFIX) :] if self.kind == "api" else ""
 
     def arg(self, name: str, default: str | None = None) -> str | None:
         """First query parameter ``name``."""
