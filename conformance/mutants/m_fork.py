@@ -143,7 +143,7 @@ class NoVersionMeansLatest(Tracked):
 class SourceReadUnchecked(Tracked):
     name = "fork_source_read_not_checked"
     clause = "FORK-1.d"
-    summary = "a fork by a key that cannot read the source goes through when it can write the target"
+    summary = "a fork by a key that cannot read the source succeeds if it can write the target"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         m = SOURCE.match(_fork_source(request) or "")

@@ -90,7 +90,8 @@ def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Pat
                    rule: str | None) -> list[str]:
     cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", proxy_url,
            "--api-key", target.api_key, "-x", "-q", "-p", "no:cacheprovider",
-           "-p", "no:randomly", "-p", "no:schemathesis", "--junitxml", str(junit), "-o", "junit_family=xunit1"]
+           "-p", "no:randomly", "-p", "no:schemathesis", "--junitxml", str(junit),
+           "-o", "junit_family=xunit1"]
     if target.read_key:
         cmd += ["--read-key", target.read_key]
     if target.scoped_key and "--scoped-key" in options:
