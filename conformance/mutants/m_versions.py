@@ -372,7 +372,7 @@ class OneBelowLatestDropped(UploadBook):
             if fake is not None:
                 return Response(200, (("Content-Type", "application/json"),)).with_json(fake)
         resp = self.forward(request, upstream)
-        if request.endpoint != "versions/write" or resp.status != 409 \
+        if request.endpoint != "versions/write" or error_code(resp) != "not_after_latest" \
                 or not _NAME.fullmatch(str(body.get("version"))):
             return resp
         versions = committed(upstream, request, body.get("artifact", ""))
