@@ -28,7 +28,7 @@ from conformance.mutants.proxy import HttpUpstream, MutantProxy
 from conformance.rules import rule_of
 from conformance.spawn import SpawnedEmulator
 
-__all__ = ["Outcome", "Target", "main", "run_mutant"]
+__all__ = ["Outcome", "Target", "main", "run_mutant", "suite_options"]
 
 #: Keys of the emulator the runner spawns; the scoped key writes under ``mut/w-`` only.
 READ_KEY = "ak_mutants_reader"
@@ -66,7 +66,7 @@ class Outcome:
     phase: str = ""  # "rule" or "suite": which run killed it
 
 
-def _suite_options() -> set[str]:
+def suite_options() -> set[str]:
     """Options the installed conformance plugin offers (older ones lack the scoped key)."""
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--help"],
@@ -117,14 +117,19 @@ def _run_suite(proxy_url: str, target: Target, options: set[str], rule: str | No
         return done.returncode, _first_failure(junit), (done.stdout + done.stderr)[-3000:]
 
 
-def run_mutant(name: str, target: Target, options: set[str], timeout: float = 300.0) -> Outcome:
-    """The verdict of the suite on mutant ``name`` (``none``: the plain proxy)."""
+def run_mutant(name: str, target: Target, options: set[str], timeout: float = 300.0,
+               *, whole_suite: bool = True, rules: str | None = None) -> Outcome:
+    """The verdict of the suite on mutant ``name`` (``none``: the plain proxy): the tests of
+    its rule first (or of ``rules``), then, unless ``whole_suite`` is False, every test."""
     cls = MUTANTS.get(name, Mutant)
     clause = cls.clause or "-"
     proxy = MutantProxy(HttpUpstream(target.url), cls())
     proxy.start()
     try:
-        phases = [("rule", rule_of(clause)), ("suite", None)] if cls.clause else [("suite", None)]
+        first = rules or (rule_of(clause) if cls.clause else None)
+        phases: list[tuple[str, str | None]] = [("rule", first)] if first else []
+        if whole_suite or not phases:
+            phases.append(("suite", None))
         for phase, rule in phases:
             code, first, tail = _run_suite(proxy.url, target, options, rule, timeout)
             if code == 1:
@@ -198,7 +203,7 @@ def _chosen(only: list[str]) -> list[str]:
 
 
 def run_table(target: Target, names: list[str], jobs: int, timeout: float) -> list[Outcome]:
-    options = _suite_options()
+    options = suite_options()
     baseline = run_mutant("none", target, options, timeout)
     if baseline.verdict != "survived":
         raise SystemExit(f"the suite fails through the plain proxy: {baseline.killed_by}")
