@@ -216,8 +216,11 @@ def run_table(target: Target, names: list[str], jobs: int, timeout: float) -> li
         print(f"  {outcome.verdict:<8} {name} ({time.monotonic() - t0:.1f} s) {outcome.killed_by}",
               file=sys.stderr, flush=True)
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         list(pool.map(one, names))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: no new suite runs start
     return [outcomes[n] for n in names]
 
 
