@@ -110,7 +110,6 @@ def test_plain_proxy_passes_a_smoke_subset_and_representative_mutants_die(
         "fence_stale_write_ok_same_holder": "FENCE-2",
         "open_resume_urls_swapped_between_files": "OPEN-2",
         "auth_unknown_key_open_403": "AUTH-1",
-        "fork_missing_version_400": "FORK-1",
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {n: pool.submit(run_mutant, n, emulator, options, 240.0,
