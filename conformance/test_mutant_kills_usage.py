@@ -4,6 +4,7 @@ place is spelled, and placements of boxes without a place."""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from conformance.actions import commit_ok, download, expect_ok, make_files, open_box
 from conformance.client import Client
 from conformance.env import Env
-from conformance.model import DEFAULT_PRICES, UNKNOWN_PLACE, Place
+from conformance.model import DEFAULT_PRICES, UNKNOWN_PLACE, Place, price_per_gb
 from conformance.rules import check, check_equal, rule_of, unknown_rules
 from conformance.usage import UsageModel
 
@@ -99,7 +100,16 @@ def test_usage_prices_egress_of_every_cloud_and_totals_all_routes(
                          "READ-2", "read")
         download(o41_api, body)
         model.read(name, home, reader, _size(files))
-        model.check_settled(name, partial(_usage, o41_api, name))
+        usage = model.check_settled(name, partial(_usage, o41_api, name))
+        for row in usage.get("transfers", []):
+            location, place = Place.from_json(row["location"]), Place.from_json(row["place"])
+            per_gb = price_per_gb(model.prices, row["direction"], location, place)
+            check(
+                math.isclose(row["cost_usd"], row["bytes"] * per_gb / 1e9, rel_tol=1e-6),
+                "USAGE-1",
+                f"{row['direction']} row {location} <- {place}: {row['bytes']} bytes cost "
+                f"{row['cost_usd']}, not {per_gb}/GB",
+            )
 
 
 def _rows(usage: dict, direction: str, place: Place | None = None) -> list[dict]:
