@@ -1,4 +1,4 @@
-"""Mutants of PLACE-1..4 and XC-1: where writes go, the warnings, and how reads are marked.
+"""Mutants of PLACE-1..4: where writes go, the warnings, and where versions show.
 
 They rewrite the JSON of open, write, read and list replies; what decides whether a reply
 is touched is the request (the place as spelled, resume, version) and the reply itself.
@@ -12,7 +12,7 @@ from conformance.mutants.base import Mutant, Request, Response, Upstream, mutant
 from conformance.mutants.m_read import committed
 
 
-def _place(request: Request) -> dict[str, Any] | None:
+def place_of(request: Request) -> dict[str, Any] | None:
     """The place of an open (JSON) or of a read (``cloud/region`` query), as sent."""
     body = request.json()
     if isinstance(body, dict) and isinstance(body.get("place"), dict):
@@ -24,7 +24,7 @@ def _place(request: Request) -> dict[str, Any] | None:
     return None
 
 
-def _cased(place: dict[str, Any] | None) -> bool:
+def capitalised(place: dict[str, Any] | None) -> bool:
     """The cloud is spelled with capitals (``GCP``), which the contract allows."""
     return bool(place) and str(place.get("cloud")) != str(place.get("cloud")).lower()
 
@@ -56,7 +56,7 @@ class WriteReplyMutant(ReplyMutant):
         body = resp.json()
         if request.endpoint == "artifacts/open" and resp.ok and isinstance(body, dict):
             with self.lock:
-                self.state[body.get("token")] = _place(request)
+                self.state[body.get("token")] = place_of(request)
             return resp
         if request.endpoint != self.endpoint or not resp.ok or not isinstance(body, dict):
             return resp
@@ -112,13 +112,13 @@ class LocalRouteCaseSensitive(WriteReplyMutant):
     def handle(self, request: Request, upstream: Upstream) -> Response:
         resp = super().handle(request, upstream)
         body = resp.json()
-        if request.endpoint == "artifacts/open" and resp.ok and _cased(_place(request)) \
+        if request.endpoint == "artifacts/open" and resp.ok and capitalised(place_of(request)) \
                 and isinstance(body, dict) and _route(body) == "local":
             return resp.with_json(_with_route(body, "cross_cloud"))
         return resp
 
     def change_write(self, request, upstream, body, place):  # noqa: ANN001, ANN201
-        if _cased(place) and body.get("route") == "local":
+        if capitalised(place) and body.get("route") == "local":
             return {**body, "route": "cross_cloud"}
         return None
 
@@ -152,7 +152,7 @@ class DefaultCaseSensitive(ReplyMutant):
     endpoint = "artifacts/open"
 
     def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if _cased(_place(request)) and _route(body) == "inter_region":
+        if capitalised(place_of(request)) and _route(body) == "inter_region":
             return _with_route(body, "cross_cloud")
         return None
 
@@ -168,7 +168,7 @@ class DefaultRegionIsBoxRegionOnRelaunch(ReplyMutant):
     endpoint = "artifacts/open"
 
     def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        place = _place(request)
+        place = place_of(request)
         if body.get("resume_from") and _route(body) == "inter_region" and place:
             return {**body, "write_location": {"cloud": str(place["cloud"]).lower(),
                                                "region": place["region"], "route": "local"}}
@@ -201,7 +201,7 @@ class DefaultWarningDroppedForCapitals(ReplyMutant):
     endpoint = "artifacts/open"
 
     def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if _cased(_place(request)) and _route(body) == "inter_region":
+        if capitalised(place_of(request)) and _route(body) == "inter_region":
             return {**body, "warnings": []}
         return None
 
@@ -219,7 +219,7 @@ class FallbackRouteNullWithoutPlace(ReplyMutant):
     endpoint = "artifacts/open"
 
     def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if _place(request) is None and _route(body) == "cross_cloud":
+        if place_of(request) is None and _route(body) == "cross_cloud":
             return _with_route(body, None)
         return None
 
@@ -271,7 +271,7 @@ class FallbackWarningDroppedWithoutPlace(ReplyMutant):
     endpoint = "artifacts/open"
 
     def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if _place(request) is None and _fallback_open(body):
+        if place_of(request) is None and _fallback_open(body):
             return {**body, "warnings": []}
         return None
 
@@ -290,7 +290,7 @@ class OldVersionLooksCopiedToReader(ReplyMutant):
     endpoint = "versions/read"
 
     def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        place, wanted = _place(request), request.arg("version")
+        place, wanted = place_of(request), request.arg("version")
         if not place or wanted in (None, "latest") or body.get("cross_cloud") is not True:
             return None
         versions = committed(upstream, request, request.arg("artifact") or "")
@@ -316,130 +316,3 @@ class ListShowsNewestLocation(ReplyMutant):
             return None
         newest = rows[-1].get("location")
         return {**body, "versions": [{**r, "location": newest} for r in rows]}
-
-
-# --- XC-1 --------------------------------------------------------------------------------
-
-
-def _cloud(loc: Any) -> str:
-    return str((loc or {}).get("cloud"))
-
-
-@mutant
-class CrossCloudCaseSensitive(ReplyMutant):
-    """``cross_cloud`` compares the reader's cloud as spelled: ``GCP`` reading from a gcp
-    location is marked cross-cloud (the route is right)."""
-
-    name = "xc-cross-cloud-flag-case-sensitive"
-    clause = "XC-1.a"
-    summary = "a read from place GCP/... of a gcp version says cross_cloud true"
-    endpoint = "versions/read"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        place = _place(request)
-        if _cased(place) and body.get("cross_cloud") is False:
-            return {**body, "cross_cloud": place["cloud"] != _cloud(body.get("location"))}
-        return None
-
-
-@mutant
-class ResumeNotCrossCloudWhenTwoVersions(ReplyMutant):
-    """Once an artifact has 2 or more versions, an open's ``resume_from`` is never marked
-    cross-cloud (the flag is taken from the previous version's writer)."""
-
-    name = "xc-resume-from-not-cross-cloud-when-2-versions"
-    clause = "XC-1.a"
-    summary = "with 2+ versions, resume_from after a cloud hop says cross_cloud false"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        resume = body.get("resume_from")
-        if not isinstance(resume, dict) or resume.get("cross_cloud") is not True:
-            return None
-        if len(committed(upstream, request, body.get("artifact", ""))) < 2:
-            return None
-        return {**body, "resume_from": {**resume, "cross_cloud": False}}
-
-
-@mutant
-class InterRegionUrlReadsCrossCloud(ReplyMutant):
-    """A read with ``urls=1`` from another region of the location's cloud says
-    ``cross_cloud: true`` (reads without URLs are right)."""
-
-    name = "xc-inter-region-url-read-marked-cross-cloud"
-    clause = "XC-1.a"
-    summary = "an inter-region read with urls=1 says cross_cloud true"
-    endpoint = "versions/read"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if request.arg("urls") == "1" and body.get("route") == "inter_region":
-            return {**body, "cross_cloud": True}
-        return None
-
-
-@mutant
-class NamedVersionInterRegionLocal(ReplyMutant):
-    """A read of a version by name (not ``latest``) from another region of its cloud says
-    route ``local``."""
-
-    name = "xc-route-local-for-inter-region-read-of-named-version"
-    clause = "XC-1.b"
-    summary = "reading step-N by name from another region of its cloud says route local"
-    endpoint = "versions/read"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if request.arg("version") not in (None, "latest") and body.get("route") == "inter_region":
-            return {**body, "route": "local"}
-        return None
-
-
-@mutant
-class SameRegionOtherCloudInterRegion(ReplyMutant):
-    """A reader in another cloud whose region has the location's region name gets route
-    ``inter_region`` (the region is compared before the cloud); ``cross_cloud`` is right."""
-
-    name = "xc-route-inter-region-for-other-cloud-with-same-region-name"
-    clause = "XC-1.b"
-    summary = "a read from lambda/us-east-1 of an aws/us-east-1 version says inter_region"
-    endpoint = "versions/read"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        place = _place(request)
-        if place and body.get("route") == "cross_cloud" \
-                and place.get("region") == (body.get("location") or {}).get("region"):
-            return {**body, "route": "inter_region"}
-        return None
-
-
-@mutant
-class NoPlaceUrlReadFilled(ReplyMutant):
-    """A read with ``urls=1`` and no place reports the billing assumption as its route:
-    ``cross_cloud``, ``true`` (reads without URLs are right)."""
-
-    name = "xc-no-place-url-read-reports-cross-cloud"
-    clause = "XC-1.c"
-    summary = "a read with urls=1 and no place says route cross_cloud, cross_cloud true"
-    endpoint = "versions/read"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if request.arg("urls") == "1" and request.arg("place") is None \
-                and body.get("route") is None:
-            return {**body, "route": "cross_cloud", "cross_cloud": True}
-        return None
-
-
-@mutant
-class NoPlaceResumeFilled(ReplyMutant):
-    """The ``resume_from`` of an open without a place says ``cross_cloud`` instead of null."""
-
-    name = "xc-no-place-resume-from-reports-cross-cloud"
-    clause = "XC-1.c"
-    summary = "an open with place null gets resume_from route cross_cloud, not null"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        resume = body.get("resume_from")
-        if _place(request) is None and isinstance(resume, dict) and resume.get("route") is None:
-            return {**body, "resume_from": {**resume, "route": "cross_cloud",
-                                            "cross_cloud": True}}
-        return None
