@@ -178,7 +178,7 @@ def write_markdown(path: Path, text: str) -> None:
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m conformance.mutants table")
-    where = p.add_mutually_exclusive_group(required=True)
+    where = p.add_mutually_exclusive_group()
     where.add_argument("--upstream", help="API origin of the implementation under test")
     where.add_argument("--spawn", action="store_true", help="start o41-emulator once for all")
     p.add_argument("--api-key", help="write key for --upstream")
@@ -192,6 +192,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--markdown", type=Path, metavar="FILE",
                    help="write the table as markdown (replacing the marked block if present)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per suite run")
+    p.add_argument("--from-json", type=Path, nargs="+", metavar="FILE",
+                   help="run nothing: print (and --markdown) the table of earlier --json runs")
     return p.parse_args(argv)
 
 
@@ -224,8 +226,30 @@ def run_table(target: Target, names: list[str], jobs: int, timeout: float) -> li
     return [outcomes[n] for n in names]
 
 
+def load_outcomes(paths: list[Path]) -> list[Outcome]:
+    """The verdicts of earlier runs, one per mutant (a later file wins), in table order."""
+    found = {o["name"]: Outcome(**o) for p in paths for o in json.loads(p.read_text())}
+    return [found[n] for n in _chosen([]) if n in found]
+
+
+def report(outcomes: list[Outcome], args: argparse.Namespace, seconds: float | None) -> int:
+    print("\n".join(table_lines(outcomes)))
+    killed, total, ratio = summary(outcomes)
+    took = f" in {seconds:.0f} s" if seconds is not None else ""
+    print(f"{killed} of {total} mutants killed ({ratio:.1%}){took}")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
+    if args.markdown:
+        write_markdown(args.markdown, markdown(outcomes))
+    return 0 if ratio >= RATIO else 1
+
+
 def main(argv: list[str]) -> int:
     args = _parse(argv)
+    if args.from_json:
+        return report(load_outcomes(args.from_json), args, None)
+    if not (args.spawn or args.upstream):
+        raise SystemExit("give --spawn, --upstream URL or --from-json FILE")
     names = _chosen(args.only)
     started = time.monotonic()
     emulator: SpawnedEmulator | None = None
@@ -245,12 +269,4 @@ def main(argv: list[str]) -> int:
         finally:
             if emulator is not None:
                 emulator.stop()
-    print("\n".join(table_lines(outcomes)))
-    killed, total, ratio = summary(outcomes)
-    print(f"{killed} of {total} mutants killed ({ratio:.1%}) in "
-          f"{time.monotonic() - started:.0f} s")
-    if args.json:
-        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
-    if args.markdown:
-        write_markdown(args.markdown, markdown(outcomes))
-    return 0 if ratio >= RATIO else 1
+    return report(outcomes, args, time.monotonic() - started)
