@@ -11,6 +11,7 @@ from conformance.mutants.tracking import (
     api_get,
     artifact_info,
     artifact_of,
+    body_of,
     key_of,
     open_latest,
     with_key,
@@ -102,7 +103,7 @@ class ReaderOpenFakeSuccess(Tracked):
     summary = "a refused latest open of an existing artifact is answered 200 with its state"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        body = request.json() or {}
+        body = body_of(request)
         if request.endpoint != "artifacts/open" or response.status != 403:
             return response
         if body.get("resume") != "latest":

@@ -10,6 +10,7 @@ from conformance.mutants.tracking import (
     UploadInfo,
     artifact_info,
     artifact_of,
+    body_of,
     key_of,
     open_latest,
     replay_upload,
@@ -38,7 +39,7 @@ class EpochKeptFreshEmpty(Tracked):
     summary = "a fresh open of an existing empty artifact reports the previous epoch again"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        body = request.json() or {}
+        body = body_of(request)
         if not (_is_open(request) and response.ok and body.get("resume") is None):
             return response
         reply = response.json()
@@ -56,7 +57,7 @@ class EpochKeptSameHolder(Tracked):
     summary = "a latest open by the holder that opened last reports that open's epoch again"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        body = request.json() or {}
+        body = body_of(request)
         if not (_is_open(request) and response.ok and body.get("resume") == "latest"):
             return response
         reply = response.json()
@@ -79,7 +80,7 @@ class _StaleWrite(Tracked):
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         if request.endpoint != "versions/write" or _code(response) != "fenced":
             return response
-        body = request.json()
+        body = body_of(request)
         with self.lock:
             stale = self.t.tokens.get(body.get("token"))
             newest = self.t.newest.get(body.get("artifact"))
@@ -128,7 +129,7 @@ class _StaleCommit(Tracked):
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         if request.endpoint != "versions/commit" or _code(response) != "fenced":
             return response
-        body = request.json()
+        body = body_of(request)
         with self.lock:
             up = self.t.uploads.get(body.get("upload"))
             newest = self.t.newest.get(body.get("artifact"))
@@ -197,7 +198,7 @@ class UploadAdopted(Tracked):
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         if request.endpoint != "versions/commit" or _code(response) != "fenced":
             return response
-        body = request.json()
+        body = body_of(request)
         with self.lock:
             up = self.t.uploads.get(body.get("upload"))
             mine = self.t.tokens.get(body.get("token"))
@@ -219,7 +220,7 @@ class UploadOtherTokenCode(Tracked):
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         if request.endpoint != "versions/commit" or _code(response) != "fenced":
             return response
-        body = request.json()
+        body = body_of(request)
         with self.lock:
             up = self.t.uploads.get(body.get("upload"))
         if up is not None and up.token != body.get("token"):
@@ -277,7 +278,7 @@ class ForeignTokenAccepted(Tracked):
     def before(self, request: Request, upstream: Upstream) -> Request | None:
         if request.endpoint != "versions/write":
             return None
-        body = request.json() or {}
+        body = body_of(request)
         with self.lock:
             info = self.t.tokens.get(body.get("token"))
             mine = self.t.newest.get(body.get("artifact"))
@@ -298,7 +299,7 @@ class UnknownTokenCommit404(Tracked):
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         if request.endpoint == "versions/commit" and _code(response) == "invalid_argument":
             with self.lock:
-                known = (request.json() or {}).get("token") in self.t.tokens
+                known = body_of(request).get("token") in self.t.tokens
             if not known:
                 return Response.error(404, "not_found", "no such token")
         return response

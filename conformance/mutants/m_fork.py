@@ -11,6 +11,7 @@ from conformance.mutants.tracking import (
     api_get,
     artifact_info,
     artifact_of,
+    body_of,
     key_of,
     open_latest,
     versions_of,
@@ -21,7 +22,7 @@ SOURCE = re.compile(r"^o41://([^/]+/[^/]+)/(step-\d{8})$")
 
 def _fork_source(request: Request) -> str | None:
     """The resume string of a fork open (anything else than latest or null)."""
-    body = request.json() or {}
+    body = body_of(request)
     resume = body.get("resume")
     if request.endpoint == "artifacts/open" and isinstance(resume, str) and resume != "latest":
         return resume
@@ -97,7 +98,7 @@ class MissingSourceStartsEmpty(Tracked):
             return response
         if artifact_info(upstream, key_of(request), m.group(1)) is not None:
             return response
-        body = request.json() or {}
+        body = body_of(request)
         again = upstream.send(request.with_json(dict(body, resume="latest")))
         return again if again.ok else response
 

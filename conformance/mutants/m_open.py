@@ -10,6 +10,7 @@ from conformance.mutants.tracking import (
     api_get,
     artifact_info,
     artifact_of,
+    body_of,
     key_of,
     open_latest,
     versions_of,
@@ -17,7 +18,7 @@ from conformance.mutants.tracking import (
 
 
 def _open(request: Request, resume: Any) -> bool:
-    body = request.json() or {}
+    body = body_of(request)
     return request.endpoint == "artifacts/open" and body.get("resume", None) == resume
 
 
@@ -226,7 +227,7 @@ class FreshRefusalTakesOver(_RefusalReopens):
             seen[art] = seen.get(art, 0) + 1
             if seen[art] < 2:
                 return None
-        return str((request.json() or {}).get("holder") or "fresh-box")
+        return str(body_of(request).get("holder") or "fresh-box")
 
 
 # --- OPEN-3.c: fresh on an empty artifact succeeds ---------------------------------------

@@ -10,13 +10,17 @@ upstream's reply), and reads the facts through the ``self.t`` :class:`Facts` und
 from __future__ import annotations
 
 import itertools
+import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from conformance.mutants.base import Mutant, Request, Response, Upstream
 
-__all__ = ["Facts", "OpenInfo", "Tracked", "UploadInfo", "api_get", "api_post", "key_of"]
+__all__ = [
+    "Facts", "OpenInfo", "Tracked", "UploadInfo", "api_get", "api_post", "body_of", "key_of",
+]
 
 
 def key_of(request: Request) -> str | None:
@@ -26,9 +30,16 @@ def key_of(request: Request) -> str | None:
     return key.strip() if scheme == "Bearer" and key.strip() else None
 
 
-def artifact_of(request: Request) -> str | None:
+def body_of(request: Request) -> dict[str, Any]:
+    """The JSON object body of a request; {} for no body, bad JSON or another JSON type
+    (the suite sends those on purpose: a mutant must not trip over them)."""
     body = request.json()
-    if isinstance(body, dict) and isinstance(body.get("artifact"), str):
+    return body if isinstance(body, dict) else {}
+
+
+def artifact_of(request: Request) -> str | None:
+    body = body_of(request)
+    if isinstance(body.get("artifact"), str):
         return body["artifact"]
     return request.arg("artifact")
 
@@ -117,15 +128,25 @@ class Tracked(Mutant):
         return self.state["facts"]
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
-        early = self.before(request, upstream)
+        # A mutant that trips over an odd request must not answer 502 instead: that would
+        # break another clause than its own. It lets the exchange through unchanged.
+        try:
+            early = self.before(request, upstream)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            early = None
         if isinstance(early, Response):
             return early
         if isinstance(early, Request):
             request = early
         response = upstream.send(request)
-        with self.lock:
-            self.observe(request, response)
-        return self.after(request, response, upstream)
+        try:
+            with self.lock:
+                self.observe(request, response)
+            return self.after(request, response, upstream)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            return response
 
     def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
         """Answer (a Response) or rewrite (a Request) before the upstream sees it."""
@@ -138,7 +159,7 @@ class Tracked(Mutant):
     # --- bookkeeping (caller holds the lock) ----------------------------------------
 
     def observe(self, request: Request, response: Response) -> None:
-        facts, key, body = self.t, key_of(request), request.json()
+        facts, key, body = self.t, key_of(request), body_of(request)
         if response.status == 403 and key:
             facts.refused_keys.add(key)
         if not response.ok:
