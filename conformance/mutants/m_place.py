@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.mutants.base import Mutant, Request, Response, Upstream, mutant
-from conformance.mutants.m_read import committed
+from conformance.mutants.m_read import committed, obj
 
 
 def place_of(request: Request) -> dict[str, Any] | None:
@@ -61,7 +61,7 @@ class WriteReplyMutant(ReplyMutant):
         if request.endpoint != self.endpoint or not resp.ok or not isinstance(body, dict):
             return resp
         with self.lock:
-            place = self.state.get((request.json() or {}).get("token"))
+            place = self.state.get(obj(request).get("token"))
         changed = self.change_write(request, upstream, body, place)
         return resp if changed is None else resp.with_json(changed)
 
@@ -71,7 +71,7 @@ class WriteReplyMutant(ReplyMutant):
 
 
 def _has_versions(upstream: Upstream, request: Request) -> bool:
-    return bool(committed(upstream, request, (request.json() or {}).get("artifact", "")))
+    return bool(committed(upstream, request, obj(request).get("artifact", "")))
 
 
 def _route(body: dict) -> str | None:

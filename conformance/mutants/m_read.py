@@ -50,6 +50,12 @@ def target_artifact(request: Request) -> str | None:
     return request.arg("artifact")
 
 
+def obj(message: Request | Response) -> dict[str, Any]:
+    """A JSON body that is an object, else {} (the suite sends other JSON on purpose)."""
+    body = message.json()
+    return body if isinstance(body, dict) else {}
+
+
 def error_code(resp: Response) -> str | None:
     """The contract error code of a reply, else None."""
     body = resp.json()
@@ -130,7 +136,7 @@ class Watching(Mutant):
         return self.forward(request, upstream)
 
     def remember(self, request: Request, resp: Response) -> None:
-        body, sent = resp.json(), request.json() or {}
+        body, sent = resp.json(), obj(request)
         if not isinstance(body, dict):
             return
         auth = request.header("Authorization")
@@ -271,7 +277,7 @@ class ForkFallsBackToSource(Mutant):
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
         resp = upstream.send(request)
-        body = request.json() or {}
+        body = obj(request)
         resume = body.get("resume") if isinstance(body, dict) else None
         if request.endpoint == "artifacts/open" and resp.ok and isinstance(resume, str) \
                 and resume.startswith("o41://"):

@@ -13,6 +13,7 @@ from conformance.mutants.m_read import (
     Watching,
     api_call,
     bytes_reply,
+    obj,
     parse_range,
     request_key,
     resend,
@@ -264,7 +265,7 @@ class ExpiredAccepted(Watching):
         fresh = api_call(upstream, like, "GET", "versions/read", {
             "artifact": info["artifact"], "version": info["version"], "urls": "1",
             "place": info["place"]})
-        for f in (fresh.json() or {}).get("files") or [] if fresh.ok else []:
+        for f in obj(fresh).get("files") or [] if fresh.ok else []:
             if f.get("name") == info["name"] and f.get("url"):
                 return upstream.send(resend(request, f["url"]))
         return resp

@@ -16,6 +16,7 @@ from conformance.mutants.m_read import (
     api_call,
     committed,
     error_code,
+    obj,
     resend,
     target_artifact,
 )
@@ -38,7 +39,7 @@ class Recommitting(UploadBook):
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
         resp = self.forward(request, upstream)
-        sent = request.json() or {}
+        sent = obj(request)
         up = self.upload(sent.get("upload")) if request.endpoint == "versions/commit" else None
         if not up or error_code(resp) != "incomplete":
             return resp
@@ -53,13 +54,13 @@ class Recommitting(UploadBook):
             "files": [{"name": n, "size": len(d), "sha256": _sha(d)} for n, d in files.items()]})
         if not again.ok:
             return resp
-        for f in (again.json() or {}).get("files") or []:
+        for f in obj(again).get("files") or []:
             put = upstream.send(resend(Request("PUT", "/", body=files[f["name"]]), f["url"]))
             if not put.ok:
                 return resp
         done = api_call(upstream, request, "POST", "versions/commit", body={
             "artifact": up["artifact"], "token": sent.get("token"),
-            "upload": (again.json() or {}).get("upload")})
+            "upload": obj(again).get("upload")})
         return done if done.ok else resp
 
 
@@ -79,7 +80,7 @@ class EmptyFilesNeedNoPut(UploadBook):
     summary = "a commit succeeds although a declared zero-byte file was never PUT"
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
-        up = self.upload((request.json() or {}).get("upload"))
+        up = self.upload(obj(request).get("upload"))
         if request.endpoint == "versions/commit" and up:
             for f in up["files"]:
                 url = up["urls"].get(f.get("name"))
@@ -157,7 +158,7 @@ class StagedHasCheckpoints(UploadBook):
     summary = "a fully uploaded but uncommitted version makes a fresh open 409"
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
-        body = request.json() or {}
+        body = obj(request)
         if request.endpoint == "artifacts/open" and isinstance(body, dict) \
                 and body.get("resume") is None and self.staged(body.get("artifact", "")) \
                 and not committed(upstream, request, body.get("artifact", "")):
@@ -228,7 +229,7 @@ class RealLookingUploadIncomplete(UploadBook):
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
         resp = self.forward(request, upstream)
-        wanted = str((request.json() or {}).get("upload"))
+        wanted = str(obj(request).get("upload"))
         if request.endpoint != "versions/commit" or resp.status != 404:
             return resp
         with self.lock:
@@ -248,7 +249,7 @@ class OtherArtifactsUploadInvalid(UploadBook):
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
         resp = self.forward(request, upstream)
-        sent = request.json() or {}
+        sent = obj(request)
         up = self.upload(sent.get("upload"))
         if request.endpoint == "versions/commit" and resp.status == 404 and up \
                 and up["artifact"] != target_artifact(request):

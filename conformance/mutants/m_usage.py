@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from conformance.mutants.base import Mutant, Request, Response, Upstream, mutant
-from conformance.mutants.m_read import Watching, api_call, parse_range
+from conformance.mutants.m_read import Watching, api_call, obj, parse_range
 
 Row = dict[str, Any]
 
@@ -299,7 +299,7 @@ class WriteRowPerFile(UsageMutant):
     def _sizes(request: Request, upstream: Upstream, row: Row) -> list[int]:
         read = api_call(upstream, request, "GET", "versions/read",
                         {"artifact": row.get("artifact"), "version": row.get("version")})
-        files = (read.json() or {}).get("files") if read.ok else None
+        files = obj(read).get("files") if read.ok else None
         return [int(f.get("size") or 0) for f in files or []]
 
 

@@ -16,6 +16,7 @@ from conformance.mutants.m_read import (
     bytes_reply,
     committed,
     error_code,
+    obj,
     parse_range,
     resend,
     target_artifact,
@@ -205,7 +206,7 @@ class ExistsAsNotAfterLatest(Mutant):
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
         resp = upstream.send(request)
-        body = request.json() or {}
+        body = obj(request)
         if request.endpoint != "versions/write" or error_code(resp) != "version_exists":
             return resp
         versions = committed(upstream, request, body.get("artifact", ""))
@@ -220,7 +221,7 @@ class UploadBook(Watching):
 
     def remember(self, request: Request, resp: Response) -> None:
         super().remember(request, resp)
-        sent, body = request.json() or {}, resp.json() or {}
+        sent, body = obj(request), obj(resp)
         with self.lock:
             if request.endpoint == "versions/write" and body.get("upload"):
                 self.state.setdefault("uploads", {})[body["upload"]] = {
@@ -270,13 +271,13 @@ class IdenticalRecommit(UploadBook):
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
         resp = self.forward(request, upstream)
-        up = self.upload((request.json() or {}).get("upload"))
+        up = self.upload(obj(request).get("upload"))
         if request.endpoint != "versions/commit" or error_code(resp) != "version_exists" \
                 or not up:
             return resp
         read = api_call(upstream, request, "GET", "versions/read",
                         {"artifact": up["artifact"], "version": up["version"]})
-        have = {(f["name"], f["size"], f["sha256"]) for f in (read.json() or {}).get("files", [])}
+        have = {(f["name"], f["size"], f["sha256"]) for f in obj(read).get("files", [])}
         want = {(f.get("name"), f.get("size"), f.get("sha256")) for f in up["files"]}
         return read if read.ok and have == want else resp
 
@@ -365,7 +366,7 @@ class OneBelowLatestDropped(UploadBook):
     summary = "a step exactly one below the latest is accepted, and silently never committed"
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
-        body = request.json() or {}
+        body = obj(request)
         if request.endpoint == "versions/commit":
             with self.lock:
                 fake = self.state.get("shadows", {}).get(body.get("upload"))
@@ -381,9 +382,10 @@ class OneBelowLatestDropped(UploadBook):
         shadow = self.forward(request.with_json({**body, "version": SHADOW}), upstream)
         if not shadow.ok:
             return resp
-        files = [{k: f.get(k) for k in ("name", "size", "sha256")} for f in body["files"]]
+        files = [{k: f.get(k) for k in ("name", "size", "sha256")}
+                 for f in body.get("files") or [] if isinstance(f, dict)]
         fake = {**versions[-1], "version": body["version"], "step": int(body["version"][5:]),
                 "files": files, "size": sum(int(f["size"] or 0) for f in files)}
         with self.lock:
-            self.state.setdefault("shadows", {})[(shadow.json() or {}).get("upload")] = fake
+            self.state.setdefault("shadows", {})[obj(shadow).get("upload")] = fake
         return shadow
