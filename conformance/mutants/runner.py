@@ -69,7 +69,9 @@ class Outcome:
 def suite_options() -> set[str]:
     """Options the installed conformance plugin offers (older ones lack the scoped key)."""
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--help"],
+        # Naming the suite is what makes the plugin register its options at all.
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "conformance",
+         "--help"],
         capture_output=True, text=True, check=False,
     ).stdout
     return {word for word in out.split() if word.startswith("--")}
