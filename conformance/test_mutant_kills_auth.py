@@ -72,7 +72,7 @@ def _bad_credentials(key: str) -> dict[str, dict[str, str]]:
     }
 
 
-@pytest.mark.rule("AUTH-1")
+@pytest.mark.rule("AUTH-1.a")
 def test_bad_credentials_rejected_on_a_held_artifact(o41_env: Env, o41_api: Client) -> None:
     """AUTH-1.a/b: every endpoint, on an artifact with versions, a live token and upload."""
     held = _held(o41_env, o41_api, "auth-held")
@@ -87,7 +87,7 @@ def test_bad_credentials_rejected_on_a_held_artifact(o41_env: Env, o41_api: Clie
     check(len(state["versions"]) == 2, "AUTH-1", f"versions after the attempts: {state}")
 
 
-@pytest.mark.rule("AUTH-3")
+@pytest.mark.rule("AUTH-3.a")
 @pytest.mark.read_key
 def test_read_key_reads_everything_of_a_held_artifact(
     o41_env: Env, o41_api: Client, o41_reader: Client
@@ -111,7 +111,7 @@ def _scoped(env: Env, slug: str) -> tuple[str, str]:
     return str(key), name
 
 
-@pytest.mark.rule("AUTH-3")
+@pytest.mark.rule("AUTH-3.b")
 @pytest.mark.scoped_key
 def test_scoped_key_refused_outside_its_prefixes_on_a_held_artifact(
     o41_env: Env, o41_api: Client
@@ -126,7 +126,7 @@ def test_scoped_key_refused_outside_its_prefixes_on_a_held_artifact(
         expect_error(call(scoped), 403, "forbidden", "AUTH-3", f"{endpoint}, scoped key")
 
 
-@pytest.mark.rule("AUTH-3")
+@pytest.mark.rule("AUTH-3.c")
 @pytest.mark.scoped_key
 def test_scoped_writer_reads_its_own_after_a_refusal(o41_env: Env, o41_api: Client) -> None:
     """AUTH-3.c/d: a scoped key, once refused elsewhere, still reads everything of its own

@@ -27,7 +27,7 @@ def _names(api: Client, artifact: str) -> list[str]:
     return [v["version"] for v in body["versions"]]
 
 
-@pytest.mark.rule("FENCE-1")
+@pytest.mark.rule("FENCE-1.a")
 def test_relaunch_with_same_holder_gets_a_higher_epoch(o41_env: Env, o41_api: Client) -> None:
     """FENCE-1.a: the same holder id opening again is still a new, higher epoch."""
     name = o41_env.artifact("same-holder-epoch")
@@ -38,7 +38,7 @@ def test_relaunch_with_same_holder_gets_a_higher_epoch(o41_env: Env, o41_api: Cl
     check_equal(state["epoch"], epochs[-1], "FENCE-1", "artifact epoch after relaunches")
 
 
-@pytest.mark.rule("FENCE-2")
+@pytest.mark.rule("FENCE-2.d")
 def test_relaunch_with_same_holder_names_it_fenced(o41_env: Env, o41_api: Client) -> None:
     """FENCE-2.d: a relaunch with the same holder id fences (and names) its own old launch."""
     name = o41_env.artifact("same-holder-named")
@@ -53,7 +53,7 @@ def test_relaunch_with_same_holder_names_it_fenced(o41_env: Env, o41_api: Client
     )
 
 
-@pytest.mark.rule("FENCE-2")
+@pytest.mark.rule("FENCE-2.a")
 def test_old_launch_of_same_holder_cannot_write(o41_env: Env, o41_api: Client) -> None:
     """FENCE-2.a: the old launch of a relaunched task is fenced at write, same holder id or
     not; the relaunch keeps writing."""
@@ -70,7 +70,7 @@ def test_old_launch_of_same_holder_cannot_write(o41_env: Env, o41_api: Client) -
     check_equal(_names(o41_api, name), ["step-00000001", "step-00000002"], "FENCE-2", "versions")
 
 
-@pytest.mark.rule("FENCE-2")
+@pytest.mark.rule("FENCE-2.b")
 def test_stale_commit_fenced_when_files_arrive_after_newer_open(
     o41_env: Env, o41_api: Client
 ) -> None:
@@ -98,7 +98,7 @@ def test_stale_commit_fenced_when_files_arrive_after_newer_open(
                 "FENCE-2", "resume_from of the next open")
 
 
-@pytest.mark.rule("FENCE-2")
+@pytest.mark.rule("FENCE-2.b")
 def test_old_launch_of_same_holder_cannot_commit(o41_env: Env, o41_api: Client) -> None:
     """FENCE-2.b: same holder relaunched while its old launch's upload was in flight."""
     name = o41_env.artifact("same-holder-commit")

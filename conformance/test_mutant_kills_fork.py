@@ -40,7 +40,7 @@ def _state(api: Client, name: str, rule: str) -> tuple[int, str, str | None]:
     return body["epoch"], body["holder"], body.get("latest")
 
 
-@pytest.mark.rule("FORK-1")
+@pytest.mark.rule("FORK-1.a")
 def test_fork_into_nonempty_changes_neither_artifact(o41_env: Env, o41_api: Client) -> None:
     """FORK-1.a: 409 not_empty; both epochs and holders stay; the target's holder commits."""
     src, _, _ = _source(o41_env, o41_api, 1)
@@ -55,7 +55,7 @@ def test_fork_into_nonempty_changes_neither_artifact(o41_env: Env, o41_api: Clie
     commit_ok(o41_api, owner, "step-00000006", make_files({"m": 8}, seed=1), rule="FORK-1")
 
 
-@pytest.mark.rule("FORK-1")
+@pytest.mark.rule("FORK-1.b")
 def test_fork_from_missing_version_or_artifact_is_not_found(o41_env: Env, o41_api: Client) -> None:
     """FORK-1.b: a missing version of an existing source, and a missing source, are 404 and
     create nothing."""
@@ -68,7 +68,7 @@ def test_fork_from_missing_version_or_artifact_is_not_found(o41_env: Env, o41_ap
         expect_error(o41_api.artifact(dst), 404, "not_found", "FORK-1", "target after it")
 
 
-@pytest.mark.rule("FORK-1")
+@pytest.mark.rule("FORK-1.c")
 def test_fork_from_malformed_source_of_a_real_artifact(o41_env: Env, o41_api: Client) -> None:
     """FORK-1.c: sources that would name a real version if read leniently are still 400."""
     src, _, _ = _source(o41_env, o41_api, 1)
@@ -79,7 +79,7 @@ def test_fork_from_malformed_source_of_a_real_artifact(o41_env: Env, o41_api: Cl
                      "FORK-1", f"fork from {resume!r}")
 
 
-@pytest.mark.rule("FORK-2")
+@pytest.mark.rule("FORK-2.a")
 def test_fork_from_a_middle_version_resumes_that_version(o41_env: Env, o41_api: Client) -> None:
     """FORK-2.a: the named version, not the source's latest, with URLs serving its bytes."""
     src, _, data = _source(o41_env, o41_api, 3)
@@ -91,7 +91,7 @@ def test_fork_from_a_middle_version_resumes_that_version(o41_env: Env, o41_api: 
     check_equal(download(o41_api, resume), data[2], "FORK-2", "bytes of the forked version")
 
 
-@pytest.mark.rule("FORK-2")
+@pytest.mark.rule("FORK-2.b")
 def test_forked_from_survives_relaunches_and_newer_source_versions(
     o41_env: Env, o41_api: Client
 ) -> None:
@@ -107,7 +107,7 @@ def test_forked_from_survives_relaunches_and_newer_source_versions(
                 "FORK-2", "forked_from")
 
 
-@pytest.mark.rule("FORK-2")
+@pytest.mark.rule("FORK-2.c")
 def test_repeated_forks_leave_the_source_writing(o41_env: Env, o41_api: Client) -> None:
     """FORK-2.c: after two forks the source's epoch and holder stay and it commits on."""
     src, src_box, _ = _source(o41_env, o41_api, 2)
@@ -120,7 +120,7 @@ def test_repeated_forks_leave_the_source_writing(o41_env: Env, o41_api: Client) 
     commit_ok(o41_api, src_box, "step-00000003", make_files(FILES, seed=7), rule="FORK-2")
 
 
-@pytest.mark.rule("FORK-1")
+@pytest.mark.rule("FORK-1.d")
 @pytest.mark.scoped_key
 def test_fork_from_unreadable_source_is_forbidden(o41_env: Env, o41_api: Client) -> None:
     """FORK-1.d: a key that can write the target but not read the source gets 403 (not 404,

@@ -16,7 +16,7 @@ from conformance.rules import check_equal
 THREE = {"model.bin": 300, "optim/state.bin": 200, "meta.json": 40}
 
 
-@pytest.mark.rule("OPEN-1")
+@pytest.mark.rule("OPEN-1.a")
 @pytest.mark.parametrize("spelling", ["run.v2", "run_v2", "Run-2", "r.u_n-3"])
 def test_latest_creates_artifacts_of_every_name_spelling(
     o41_env: Env, o41_api: Client, spelling: str
@@ -28,7 +28,7 @@ def test_latest_creates_artifacts_of_every_name_spelling(
     expect_ok(o41_api.artifact(name), "OPEN-1", "artifacts/read after the open")
 
 
-@pytest.mark.rule("OPEN-1")
+@pytest.mark.rule("OPEN-1.a")
 def test_latest_relaunch_of_empty_artifact_resumes_nothing(o41_env: Env, o41_api: Client) -> None:
     """OPEN-1.a: the second and third latest open of an artifact with no versions succeed."""
     name = o41_env.artifact("empty-relaunch")
@@ -47,7 +47,7 @@ def _four_versions(env: Env, api: Client, slug: str) -> tuple[str, dict[str, byt
     return name, last
 
 
-@pytest.mark.rule("OPEN-2")
+@pytest.mark.rule("OPEN-2.a")
 def test_latest_of_many_versions_and_files_resumes_the_last_whole(
     o41_env: Env, o41_api: Client
 ) -> None:
@@ -62,7 +62,7 @@ def test_latest_of_many_versions_and_files_resumes_the_last_whole(
     check_equal(download(o41_api, resume), last, "OPEN-2", "bytes of resume_from")
 
 
-@pytest.mark.rule("OPEN-3")
+@pytest.mark.rule("OPEN-3.a")
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_fresh_refused_whatever_the_number_of_versions(
     o41_env: Env, o41_api: Client, count: int
@@ -76,7 +76,7 @@ def test_fresh_refused_whatever_the_number_of_versions(
                  f"fresh open with {count} versions")
 
 
-@pytest.mark.rule("OPEN-3")
+@pytest.mark.rule("OPEN-3.b")
 def test_repeated_fresh_refusals_change_nothing(o41_env: Env, o41_api: Client) -> None:
     """OPEN-3.b: three refused fresh opens later, epoch and holder stay, the holder commits."""
     name = o41_env.artifact("fresh-again")
@@ -92,7 +92,7 @@ def test_repeated_fresh_refusals_change_nothing(o41_env: Env, o41_api: Client) -
     commit_ok(o41_api, box, "step-00000002", make_files({"m": 8}, seed=2), rule="OPEN-3")
 
 
-@pytest.mark.rule("OPEN-3")
+@pytest.mark.rule("OPEN-3.c")
 def test_fresh_reopen_of_empty_and_of_empty_fork_succeeds(o41_env: Env, o41_api: Client) -> None:
     """OPEN-3.c: an artifact opened before but still empty, plain or made by a fork."""
     name = o41_env.artifact("fresh-empty")
