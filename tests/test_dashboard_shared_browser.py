@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import LiveEmulator
 from tests.dashboard_seed import seed
+from tests.emulator_http import GCP, Box
 from tests.test_dashboard_browser import browser  # noqa: F401 - the Chromium fixture
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,15 +30,7 @@ HOP = "experiments/spot-hop"
 WIDTH = 700
 
 
-# Known after the merge of issue 10: the conformance suite grew to 317 tests, and the names of
-# its artifacts make / and /usage about 23 px wider than a 700 px window. The layout fix is open.
-WIDER_THAN_700 = pytest.mark.skip(
-    reason="known: conformance artifacts make the pages ~23 px wider than 700 px (fix open)"
-)
-
-
 @pytest.fixture(scope="module")
-
 def world(tmp_path_factory, browser) -> Iterator[LiveEmulator]:  # noqa: F811
     """A replay's emulator data, served again, plus the seed world and a conformance run."""
     work = tmp_path_factory.mktemp("shared") / "replay"
@@ -88,7 +81,6 @@ def shoot(pg, name: str, tmp_path: Path, height: int | None = None) -> None:
         shutil.copyfile(shot, DOCS / name)
 
 
-@WIDER_THAN_700
 def test_shared_dashboard_puts_yours_first_and_conformance_runs_apart(world, narrow,
                                                                      tmp_path) -> None:
     narrow.goto(world.url + "/")
@@ -130,7 +122,6 @@ def test_replay_boxes_have_their_own_lanes_and_outlines_differ_in_pattern(world,
     shoot(narrow, "shared-timelines.png", tmp_path)
 
 
-@WIDER_THAN_700
 def test_usage_at_700_px_has_no_scrollbar_unwrapped_steps_and_step_order(world, narrow,
                                                                         tmp_path) -> None:
     narrow.goto(world.url + "/usage")
@@ -144,3 +135,23 @@ def test_usage_at_700_px_has_no_scrollbar_unwrapped_steps_and_step_order(world, 
     assert keys == sorted(keys)
     assert len({cost for cost, _ in rows}) < len(rows)  # there are ties to order
     shoot(narrow, "shared-usage.png", tmp_path, height=1500)
+
+
+def test_longest_names_holders_and_places_still_fit_700_px(live_factory, narrow) -> None:
+    """Names at the contract's limits, with no '/' or '-' to break at, widen no page."""
+    emu = live_factory()
+    project, name = "p" + "q" * 127, "n" + "m" * 127  # two 128-character segments
+    artifact = f"{project}/{name}"
+    far = {"cloud": "lambda", "region": "r" + "s" * 63}  # no location there: the fallback
+    writer = Box(emu.http, artifact, far, holder="h" * 256)
+    assert writer.open().status == 200
+    assert writer.checkpoint("step-00000001").status == 200
+    reader = Box(emu.http, artifact, GCP, holder="g" * 256)
+    for f in reader.open().body["resume_from"]["files"]:  # a cross-cloud read for /usage
+        assert emu.http.request("GET", f["url"], key=None).status == 200
+    for path in ("/", f"/?project={project}", "/usage"):
+        narrow.goto(emu.url + path)
+        assert narrow.locator(f'[data-artifact="{artifact}"], [data-transfer^="{artifact}/"]'
+                              ).count() > 0, path
+        no_horizontal_scroll(narrow)
+        assert wrapped_steps(narrow) == []
