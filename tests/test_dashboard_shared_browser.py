@@ -4,8 +4,8 @@ conformance run against the same data, as a team's emulator looks after a day's 
 Checks what a person sees: their own artifacts first with a note about the conformance runs'
 leftovers and a way to hide them, one lane per replay box with the box in its tooltip, step
 names on one line, no horizontal scrollbar, outlines told apart by their pattern.
-`O41_UPDATE_SCREENSHOTS=1` writes `docs/shared-dashboard.png`, `docs/shared-timelines.png`
-and `docs/shared-usage.png`.
+`O41_UPDATE_SCREENSHOTS=1` writes `docs/shared-dashboard.png`, `docs/shared-timelines.png`,
+`docs/shared-usage.png` and `docs/shared-transfers.png`.
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ def wrapped_steps(pg) -> list[str]:
                        ".filter(e => e.getClientRects().length > 1).map(e => e.textContent)")
 
 
-def shoot(pg, name: str, tmp_path: Path, height: int | None = None) -> None:
+def shoot(pg, name: str, tmp_path: Path, height: int | None = None, top: int = 0) -> None:
     shot = tmp_path / name
-    clip = {"x": 0, "y": 0, "width": WIDTH, "height": height} if height else None
+    clip = {"x": 0, "y": top, "width": WIDTH, "height": height} if height else None
     pg.screenshot(path=str(shot), full_page=True, clip=clip)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     if os.environ.get("O41_UPDATE_SCREENSHOTS") == "1":
@@ -135,6 +135,8 @@ def test_usage_at_700_px_has_no_scrollbar_unwrapped_steps_and_step_order(world, 
     assert keys == sorted(keys)
     assert len({cost for cost, _ in rows}) < len(rows)  # there are ties to order
     shoot(narrow, "shared-usage.png", tmp_path, height=1500)
+    table = narrow.locator('table[data-table="transfers"]').bounding_box()
+    shoot(narrow, "shared-transfers.png", tmp_path, height=900, top=int(table["y"]) - 60)
 
 
 def test_longest_names_holders_and_places_still_fit_700_px(live_factory, narrow) -> None:
