@@ -140,9 +140,16 @@ def _handler(state: FileServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
             self.end_headers()
             sent = body[:cut] if cut is not None else body
-            self.wfile.write(sent)
+            # Counted before the bytes go out: a client that has its whole body may check
+            # ``served`` before this thread runs again (the race of a loaded machine).
             with state.lock:
                 state.served += len(sent)
+            try:
+                self.wfile.write(sent)
+            except OSError:
+                with state.lock:
+                    state.served -= len(sent)  # the client hung up: nothing counts as served
+                raise
             if cut is not None:
                 self.close_connection = True
 
