@@ -155,6 +155,9 @@ class _Conn:
         return int(head[9:12]), keep
 
 
+PATIENCE = 60.0  # seconds a window waits past its end for its first answer
+
+
 def request_rate(url: str, clients: int, seconds: float, method: str = "GET",
                  headers: dict[str, str] | None = None, warmup: float = 0.5) -> Rate:
     """Closed loop: `clients` connections each keep exactly one request in flight."""
@@ -176,7 +179,9 @@ def request_rate(url: str, clients: int, seconds: float, method: str = "GET",
         now = time.perf_counter()
         if not counting and now >= start:
             counting, done, errors, t_count = True, 0, 0, now
-        if now >= end:
+        # A window with no answer in it measures nothing (a short --quick window on loaded
+        # cores, a server's first slow request): it stays open until one arrives.
+        if now >= end and (done or now >= end + PATIENCE):
             break
         for key, _ in sel.select(0.5):
             c: _Conn = key.data

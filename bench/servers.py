@@ -158,8 +158,8 @@ def wait_healthy(url: str, since: float, timeout: float = 30.0) -> float:
             try:
                 if s.get(url, timeout=1).status_code == 200:
                     return time.perf_counter() - since
-            except requests.ConnectionError:
-                pass
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # not listening yet, or too busy starting to answer within 1 s
             time.sleep(0.002)
     raise ServerError(f"{url} not healthy after {timeout} s")
 
