@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, mutant, ok_or
 from conformance.mutants.tracking import (
     Tracked,
     api_get,
@@ -37,8 +37,7 @@ class _Borrow(Tracked):
             key = self.t.good_key(artifact_of(request))
         if key is None:
             return response
-        again = upstream.send(with_key(request, key))
-        return again if again.ok else response
+        return ok_or(upstream, with_key(request, key), response)
 
 
 # --- AUTH-1.a: no header or a malformed one ---------------------------------------------
@@ -365,6 +364,5 @@ class UsageAllAsWriteKey(Tracked):
             writer = self.t.good_key()
         if writer is None or writer == key:
             return response
-        again = upstream.send(with_key(request, writer))
-        return again if again.ok else response
+        return ok_or(upstream, with_key(request, writer), response)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
 from conformance.mutants.tracking import (
     Tracked,
     UploadInfo,
@@ -19,14 +19,6 @@ from conformance.mutants.tracking import (
 
 def _is_open(request: Request) -> bool:
     return request.endpoint == "artifacts/open" and request.method == "POST"
-
-
-def _code(response: Response) -> str | None:
-    data = response.json()
-    try:
-        return str(data["error"]["code"])
-    except (KeyError, TypeError):
-        return None
 
 
 # --- FENCE-1.a: epochs rise -------------------------------------------------------------
@@ -78,7 +70,7 @@ class _StaleWrite(Tracked):
         raise NotImplementedError
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/write" or _code(response) != "fenced":
+        if request.endpoint != "versions/write" or error_code(response) != "fenced":
             return response
         body = body_of(request)
         with self.lock:
@@ -127,7 +119,7 @@ class _StaleCommit(Tracked):
         raise NotImplementedError
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or _code(response) != "fenced":
+        if request.endpoint != "versions/commit" or error_code(response) != "fenced":
             return response
         body = body_of(request)
         with self.lock:
@@ -196,7 +188,7 @@ class UploadAdopted(Tracked):
     summary = "committing another token's upload with a newer token commits it"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or _code(response) != "fenced":
+        if request.endpoint != "versions/commit" or error_code(response) != "fenced":
             return response
         body = body_of(request)
         with self.lock:
@@ -218,7 +210,7 @@ class UploadOtherTokenCode(Tracked):
     summary = "committing an older token's upload with a newer token is 400, not 409 fenced"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or _code(response) != "fenced":
+        if request.endpoint != "versions/commit" or error_code(response) != "fenced":
             return response
         body = body_of(request)
         with self.lock:
@@ -297,7 +289,7 @@ class UnknownTokenCommit404(Tracked):
     summary = "a commit with an unknown token is 404 not_found instead of 400"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint == "versions/commit" and _code(response) == "invalid_argument":
+        if request.endpoint == "versions/commit" and error_code(response) == "invalid_argument":
             with self.lock:
                 known = body_of(request).get("token") in self.t.tokens
             if not known:
