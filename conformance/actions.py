@@ -233,6 +233,14 @@ def edge_name(prefix: str, slug: str, salt: str) -> str:
     return f"{prefix}/{slug}.V2_{salt}-x"
 
 
+def edge_box(
+    api: Client, prefix: str, slug: str, place: Place | str | None = None, holder: str = "box-a"
+) -> Box:
+    """A box holding a fresh artifact with an :func:`edge_name` (a random salt keeps names
+    of reruns against one target apart)."""
+    return open_box(api, edge_name(prefix, slug, secrets.token_hex(3)), holder, place)
+
+
 def open_raw(
     api: Client,
     artifact: str,

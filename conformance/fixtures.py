@@ -16,6 +16,7 @@ from conformance.client import Client, Trail, normalize_base
 from conformance.env import FEATURES, Env
 from conformance.profile import SHRINK_SECONDS, profile_settings
 from conformance.session import ENV, NAMES, SEED, TRAIL, spawn
+from conformance.target import TargetError, probe
 
 
 @pytest.fixture(scope="session")
@@ -43,9 +44,20 @@ def _o41_junit_properties(
 def o41_expiring_env(
     o41_env: Env, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Env]:
-    """The target for the URL expiry test. With spawn, a second emulator whose URLs live
-    ``--emulator-url-lifetime`` seconds (the main one keeps long-lived URLs and uploads);
-    otherwise the target itself, whose lifetime the test measures."""
+    """The target for the URL expiry test: ``--expiry-target`` if given; with spawn, a second
+    emulator whose URLs live ``--emulator-url-lifetime`` seconds (the main one keeps
+    long-lived URLs and uploads); otherwise the target itself. The test measures the lifetime
+    from ``urls_expire_at`` either way."""
+    given = pytestconfig.getoption("expiry_target")
+    if given:
+        key = pytestconfig.getoption("expiry_api_key") or o41_env.key
+        base = normalize_base(given)
+        try:
+            probe(base, key, o41_env.artifact("probe", count=False))
+        except TargetError as exc:
+            pytest.fail(f"--expiry-target: {exc}", pytrace=False)
+        yield dataclasses.replace(o41_env, base=base, key=key)
+        return
     if not o41_env.spawned:
         yield o41_env
         return

@@ -86,6 +86,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     g.addoption("--scenarios", metavar="DIR", help="scenario YAML directory to replay")
     g.addoption(
+        "--expiry-target",
+        metavar="URL",
+        help="API base URL of a second instance whose signed URLs expire within "
+        "--max-url-wait seconds, for the URL expiry tests (default: the target itself)",
+    )
+    g.addoption(
+        "--expiry-api-key", help="write key of --expiry-target (default: the --api-key)"
+    )
+    g.addoption(
         "--max-url-wait",
         type=float,
         default=10.0,

@@ -15,46 +15,21 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import Box, download, expect_error, expect_ok, start_upload
+from conformance.actions import Box, expect_error, expect_ok, start_upload
 from conformance.client import Client, Reply
 from conformance.env import Env
 from conformance.model import Place
+from conformance.replay_reads import ReadSteps, as_place
+from conformance.replay_rules import OK_RULE, ROUTE_RULE, WARNING_RULE, error_rule
 from conformance.rules import RuleViolation, check
 from conformance.scenarios import STATUS_OF, Scenario, Step, parse_size
 
 __all__ = ["ScenarioRunner"]
 
 _ALIAS = re.compile(r"\{([\w-]+)\}")
-_ROUTE_RULE = {"local": "PLACE-1.a", "inter_region": "PLACE-2.a", "cross_cloud": "PLACE-3.a"}
-_WARNING_RULE = {"none": "PLACE-1.a", "default": "PLACE-2.b", "fallback": "PLACE-3.b"}
-_CODE_RULE = {
-    "has_checkpoints": "OPEN-3.a",
-    "not_empty": "FORK-1.a",
-    "fenced": "FENCE-2.b",
-    "version_exists": "VER-2.a",
-    "not_after_latest": "VER-3.a",
-    "incomplete": "VER-4.a",
-    "forbidden": "AUTH-2.a",
-    "unauthenticated": "AUTH-1.a",
-    "payload_too_large": "VER-4.e",
-}
-_OK_RULE = {
-    "open": "OPEN-1.a",
-    "race_open": "FENCE-1.a",
-    "checkpoint": "VER-4.a",
-    "upload": "VER-4.a",
-    "commit": "VER-4.a",
-    "read": "READ-1.a",
-    "list": "READ-1.a",
-    "artifact": "READ-1.a",
-}
 
 
-def _place(value: Any) -> Place | None:
-    return None if value is None else Place.parse(str(value))
-
-
-class ScenarioRunner:
+class ScenarioRunner(ReadSteps):
     """State of one replay: artifact aliases, boxes, pending uploads, committed bytes."""
 
     def __init__(self, env: Env, api: Client) -> None:
@@ -112,20 +87,9 @@ class ScenarioRunner:
         """Check status and code; the body on success, None on an (expected) error."""
         code = step.expect.get("code")
         if code is None:
-            return expect_ok(reply, step.rule or _OK_RULE[step.action], f"step {step.index}")
+            return expect_ok(reply, step.rule or OK_RULE[step.action], f"step {step.index}")
         status = int(step.expect.get("status", STATUS_OF[code]))
-        rule = (
-            step.rule
-            or ("FENCE-2.a" if (code, step.action) == ("fenced", "upload") else None)
-            or _CODE_RULE.get(code)
-            or (
-                "FORK-1.b"
-                if step.action == "open"
-                else "READ-1.b"
-                if step.action == "read"
-                else "VER-1.a"
-            )
-        )
+        rule = error_rule(step, code)
         expect_error(reply, status, code, rule, f"step {step.index}")
         return None
 
@@ -167,7 +131,7 @@ class ScenarioRunner:
         a, e = step.args, step.expect
         box, name = str(a["box"]), self.artifact(a.get("artifact"))
         raw = a.get("place")
-        place = None if isinstance(raw, dict) else _place(raw)
+        place = None if isinstance(raw, dict) else as_place(raw)
         label = str(a.get("holder", box))  # boxes of one task share a holder id (SkyPilot)
         holder = self.holders.setdefault(box, self.task_holder(label))
         resume = self.resume(a.get("resume", "latest"))
@@ -189,13 +153,13 @@ class ScenarioRunner:
                 step, "fenced", body.get("fenced"), self.fenced_value(e["fenced"]), "FENCE-2.d"
             )
         wl = body.get("write_location") or {}
-        route_rule = _ROUTE_RULE.get(e.get("write_route", wl.get("route")), "PLACE-1.a")
+        route_rule = ROUTE_RULE.get(e.get("write_route", wl.get("route")), "PLACE-1.a")
         if "write_location" in e:
             self.expect(
                 step,
                 "write_location",
                 Place.from_json(wl) if wl else None,
-                _place(e["write_location"]),
+                as_place(e["write_location"]),
                 route_rule,
             )
         if "write_route" in e:
@@ -207,7 +171,7 @@ class ScenarioRunner:
             self._warning(step, body.get("warnings") or [], str(e["warning"]))
 
     def _warning(self, step: Step, warnings: list[Any], kind: str) -> None:
-        rule = step.rule or _WARNING_RULE[kind]
+        rule = step.rule or WARNING_RULE[kind]
         fb = self.env.topology.fallback
         if kind == "none":
             check(not warnings, rule, f"step {step.index}: unexpected warnings {warnings}")
@@ -220,7 +184,7 @@ class ScenarioRunner:
     def _do_race_open(self, step: Step) -> None:
         a = step.args
         names = [str(b) for b in a["boxes"]]
-        artifact, place = self.artifact(a.get("artifact")), _place(a.get("place"))
+        artifact, place = self.artifact(a.get("artifact")), as_place(a.get("place"))
         resume = self.resume(a.get("resume", "latest"))
         for box in names:
             self.holders.setdefault(box, self.env.holder(box))
@@ -268,10 +232,11 @@ class ScenarioRunner:
 
     def _placed(self, step: Step, body: dict[str, Any]) -> None:
         e = step.expect
-        rule = _ROUTE_RULE.get(e.get("route", body.get("route")), "PLACE-1.a")
+        rule = ROUTE_RULE.get(e.get("route", body.get("route")), "PLACE-1.a")
         if "location" in e:
             self.expect(
-                step, "location", Place.from_json(body.get("location")), _place(e["location"]), rule
+                step, "location", Place.from_json(body.get("location")), as_place(e["location"]),
+                rule,
             )
         if "route" in e:
             self.expect(step, "route", body.get("route"), e["route"], rule)
@@ -290,7 +255,7 @@ class ScenarioRunner:
                     step,
                     "location",
                     Place.from_json(body.get("location")),
-                    _place(step.expect["location"]),
+                    as_place(step.expect["location"]),
                     "PLACE-4.a",
                 )
 
@@ -328,74 +293,3 @@ class ScenarioRunner:
                 step.rule,
             )
             self._do_commit(commit)
-
-    def _do_read(self, step: Step) -> None:
-        a, e = step.args, step.expect
-        box = self.boxes.get(str(a.get("box")))
-        name = self.artifact(a.get("artifact")) if "artifact" in a or box is None else box.artifact
-        place = _place(a["place"]) if "place" in a else (box.place if box else None)
-        reply = self.api.read(name, str(a.get("version", "latest")), urls=True, place=place)
-        body = self.outcome(step, reply)
-        if body is None:
-            return
-        if "version" in e:
-            self.expect(step, "version", body.get("version"), e["version"], "READ-1.a")
-        if "location" in e:
-            self.expect(
-                step,
-                "location",
-                Place.from_json(body.get("location")),
-                _place(e["location"]),
-                "PLACE-4.a",
-            )
-        for key, clause in (("route", "XC-1.b"), ("cross_cloud", "XC-1.a")):
-            if key in e:
-                self.expect(step, key, body.get(key), e[key], clause)
-        if e.get("bytes") == "exact":
-            parts = int(a.get("parts", 1))
-            got = download(self.api, body, parts=parts)
-            want = self.committed.get((name, str(body.get("version"))))
-            self.expect(step, "bytes", got == want, True, "READ-3.a" if parts > 1 else "READ-2.a")
-
-    def _do_list(self, step: Step) -> None:
-        name = self.artifact(step.args.get("artifact"))
-        versions = expect_ok(self.api.list(name), step.rule or "READ-1.a", "list")["versions"]
-        if "versions" in step.expect:
-            self.expect(
-                step,
-                "versions",
-                [v.get("version") for v in versions],
-                list(step.expect["versions"]),
-                "VER-4.c",
-            )
-        if "locations" in step.expect:
-            self.expect(
-                step,
-                "locations",
-                [Place.from_json(v.get("location")) for v in versions],
-                [_place(p) for p in step.expect["locations"]],
-                "PLACE-4.a",
-            )
-
-    def _do_artifact(self, step: Step) -> None:
-        name, e = self.artifact(step.args.get("artifact")), step.expect
-        body = expect_ok(self.api.artifact(name), step.rule or "READ-1.a", "artifacts/read")
-        if "latest" in e:
-            self.expect(step, "latest", body.get("latest"), e["latest"], "READ-1.a")
-        if "versions" in e:
-            self.expect(step, "versions", body.get("versions"), e["versions"], "VER-4.c")
-        if "holder" in e:
-            self.expect(
-                step, "holder", body.get("holder"), self.boxes[str(e["holder"])].holder, "FENCE-4.a"
-            )
-        if "epoch" in e:
-            want = self.epochs[name] if e["epoch"] == "unchanged" else self.boxes[e["epoch"]].epoch
-            self.expect(step, "epoch", body.get("epoch"), want, "FENCE-4.a")
-        if "forked_from" in e:
-            ff = e["forked_from"]
-            want = (
-                None
-                if ff is None
-                else {"artifact": self.artifact(ff["artifact"]), "version": ff["version"]}
-            )
-            self.expect(step, "forked_from", body.get("forked_from"), want, "FORK-2.b")

@@ -17,13 +17,34 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
-__all__ = ["MUTANTS", "Mutant", "Request", "Response", "Upstream", "mutant"]
+__all__ = [
+    "MUTANTS", "Mutant", "Request", "Response", "Upstream", "api_request", "error_code", "mutant",
+    "ok_or",
+]
 
 API_PREFIX = "/api/v1/"
 
 
+class _Message:
+    """What requests and replies share: headers looked up by any case, a JSON body."""
+
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        low = name.lower()
+        return next((v for k, v in self.headers if k.lower() == low), default)
+
+    def json(self) -> Any:
+        """The JSON body, or None when it is not JSON."""
+        try:
+            return json.loads(self.body) if self.body else None
+        except ValueError:
+            return None
+
+
 @dataclass(frozen=True)
-class Request:
+class Request(_Message):
     """One request as the client sent it to the proxy (path without the proxy's origin)."""
 
     method: str
@@ -48,17 +69,6 @@ class Request:
         """First query parameter ``name``."""
         return next((v for k, v in self.query if k == name), default)
 
-    def header(self, name: str, default: str | None = None) -> str | None:
-        low = name.lower()
-        return next((v for k, v in self.headers if k.lower() == low), default)
-
-    def json(self) -> Any:
-        """The JSON body, or None when it is not JSON."""
-        try:
-            return json.loads(self.body) if self.body else None
-        except ValueError:
-            return None
-
     def with_json(self, obj: Any) -> Request:
         return replace(self, body=json.dumps(obj).encode())
 
@@ -76,22 +86,12 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Response:
+class Response(_Message):
     """One reply, as the proxy will send it back to the client."""
 
     status: int
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes = b""
-
-    def header(self, name: str, default: str | None = None) -> str | None:
-        low = name.lower()
-        return next((v for k, v in self.headers if k.lower() == low), default)
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body) if self.body else None
-        except ValueError:
-            return None
 
     @property
     def ok(self) -> bool:
@@ -149,3 +149,35 @@ def mutant(cls: type[Mutant]) -> type[Mutant]:
 
 
 Handler = Callable[[Request, Upstream], Response]
+
+
+def error_code(response: Response) -> str | None:
+    """The contract error code of a reply (``{"error": {"code": ...}}``), else None."""
+    body = response.json()
+    err = body.get("error") if isinstance(body, dict) else None
+    code = err.get("code") if isinstance(err, dict) else None
+    return None if code is None else str(code)
+
+
+def ok_or(upstream: Upstream, request: Request, fallback: Response) -> Response:
+    """Send ``request`` (a mutant's second try); its reply if it succeeded, else
+    ``fallback`` (the reply the client would have had), so a failed try changes nothing."""
+    again = upstream.send(request)
+    return again if again.ok else fallback
+
+
+def api_request(
+    method: str,
+    endpoint: str,
+    auth: str | None,
+    query: tuple[tuple[str, str], ...] = (),
+    body: Any = None,
+) -> Request:
+    """An extra API request a mutant makes: ``endpoint`` such as ``versions/read``, with the
+    ``Authorization`` header value ``auth`` (None: none) and a JSON ``body`` unless None."""
+    headers = [("Authorization", auth)] if auth else []
+    data = b""
+    if body is not None:
+        headers.append(("Content-Type", "application/json"))
+        data = json.dumps(body).encode()
+    return Request(method, API_PREFIX + endpoint, query, tuple(headers), data)

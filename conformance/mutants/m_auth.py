@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, mutant, ok_or
 from conformance.mutants.tracking import (
     Tracked,
     api_get,
@@ -37,8 +37,7 @@ class _Borrow(Tracked):
             key = self.t.good_key(artifact_of(request))
         if key is None:
             return response
-        again = upstream.send(with_key(request, key))
-        return again if again.ok else response
+        return ok_or(upstream, with_key(request, key), response)
 
 
 # --- AUTH-1.a: no header or a malformed one ---------------------------------------------
@@ -326,11 +325,9 @@ def json_key(row: Any) -> str:
     return json.dumps(row, sort_keys=True)
 
 
-@mutant
-class UsageAllLeaksLastArtifact(Tracked):
-    name = "auth_usage_all_leaks_other_keys_artifact"
-    clause = "AUTH-3.d"
-    summary = "usage/read without artifact, for a key refused before, adds another key's artifact"
+class _UsageAllOfRefusedKey(Tracked):
+    """Rewrites a successful ``usage/read`` without artifact, for a key refused before, with
+    :meth:`leak` (the key's facts read under the lock)."""
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         if request.endpoint != "usage/read" or request.arg("artifact") or not response.ok:
@@ -339,10 +336,29 @@ class UsageAllLeaksLastArtifact(Tracked):
         with self.lock:
             if key not in self.t.refused_keys:
                 return response
-            others = [i for i in self.t.newest.values() if i.key != key and i.key]
-        if not others:
-            return response
-        other = others[-1]
+            other = self.other_key(key)
+        return response if other is None else self.leak(request, response, upstream, other)
+
+    def other_key(self, key: str | None) -> Any:
+        """Under the lock: what :meth:`leak` uses (None: leave the reply)."""
+        return None
+
+    def leak(self, request: Request, response: Response, upstream: Upstream,
+             other: Any) -> Response:
+        return response
+
+
+@mutant
+class UsageAllLeaksLastArtifact(_UsageAllOfRefusedKey):
+    name = "auth_usage_all_leaks_other_keys_artifact"
+    clause = "AUTH-3.d"
+    summary = "usage/read without artifact, for a key refused before, adds another key's artifact"
+
+    def other_key(self, key):  # noqa: ANN001, ANN201
+        others = [i for i in self.t.newest.values() if i.key != key and i.key]
+        return others[-1] if others else None
+
+    def leak(self, request, response, upstream, other):  # noqa: ANN001, ANN201
         theirs = api_get(upstream, "usage/read", other.key, artifact=other.artifact)
         if not theirs.ok:
             return response
@@ -350,21 +366,15 @@ class UsageAllLeaksLastArtifact(Tracked):
 
 
 @mutant
-class UsageAllAsWriteKey(Tracked):
+class UsageAllAsWriteKey(_UsageAllOfRefusedKey):
     name = "auth_usage_all_answered_as_unlimited_key"
     clause = "AUTH-3.d"
     summary = "usage/read without artifact, for a key refused before, answers as an unlimited key"
 
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "usage/read" or request.arg("artifact") or not response.ok:
-            return response
-        key = key_of(request)
-        with self.lock:
-            if key not in self.t.refused_keys:
-                return response
-            writer = self.t.good_key()
-        if writer is None or writer == key:
-            return response
-        again = upstream.send(with_key(request, writer))
-        return again if again.ok else response
+    def other_key(self, key):  # noqa: ANN001, ANN201
+        writer = self.t.good_key()
+        return None if writer == key else writer
+
+    def leak(self, request, response, upstream, other):  # noqa: ANN001, ANN201
+        return ok_or(upstream, with_key(request, other), response)
 

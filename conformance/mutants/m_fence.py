@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
 from conformance.mutants.tracking import (
     Tracked,
     UploadInfo,
@@ -19,14 +19,6 @@ from conformance.mutants.tracking import (
 
 def _is_open(request: Request) -> bool:
     return request.endpoint == "artifacts/open" and request.method == "POST"
-
-
-def _code(response: Response) -> str | None:
-    data = response.json()
-    try:
-        return str(data["error"]["code"])
-    except (KeyError, TypeError):
-        return None
 
 
 # --- FENCE-1.a: epochs rise -------------------------------------------------------------
@@ -78,7 +70,7 @@ class _StaleWrite(Tracked):
         raise NotImplementedError
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/write" or _code(response) != "fenced":
+        if request.endpoint != "versions/write" or error_code(response) != "fenced":
             return response
         body = body_of(request)
         with self.lock:
@@ -127,7 +119,7 @@ class _StaleCommit(Tracked):
         raise NotImplementedError
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or _code(response) != "fenced":
+        if request.endpoint != "versions/commit" or error_code(response) != "fenced":
             return response
         body = body_of(request)
         with self.lock:
@@ -189,21 +181,36 @@ class PreOpenUploadLandsBehind(_StaleCommit):
 # --- FENCE-2.c: an upload belongs to its token ---------------------------------------
 
 
-@mutant
-class UploadAdopted(Tracked):
-    name = "fence_upload_adopted_by_newer_token"
-    clause = "FENCE-2.c"
-    summary = "committing another token's upload with a newer token commits it"
+class _FencedCommitOfUpload(Tracked):
+    """Rewrites a commit refused as ``fenced`` of an upload the proxy saw written, with
+    :meth:`fenced` given the commit's body and that upload."""
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or _code(response) != "fenced":
+        if request.endpoint != "versions/commit" or error_code(response) != "fenced":
             return response
         body = body_of(request)
         with self.lock:
             up = self.t.uploads.get(body.get("upload"))
+        if up is None:
+            return response
+        return self.fenced(request, response, upstream, body, up)
+
+    def fenced(self, request: Request, response: Response, upstream: Upstream,
+               body: dict[str, Any], up: UploadInfo) -> Response:
+        return response
+
+
+@mutant
+class UploadAdopted(_FencedCommitOfUpload):
+    name = "fence_upload_adopted_by_newer_token"
+    clause = "FENCE-2.c"
+    summary = "committing another token's upload with a newer token commits it"
+
+    def fenced(self, request, response, upstream, body, up):  # noqa: ANN001, ANN201
+        with self.lock:
             mine = self.t.tokens.get(body.get("token"))
             newest = self.t.newest.get(body.get("artifact"))
-        if up is None or mine is None or newest is None or up.token == mine.token:
+        if mine is None or newest is None or up.token == mine.token:
             return response
         if mine.token != newest.token or not up.complete:
             return response
@@ -212,14 +219,15 @@ class UploadAdopted(Tracked):
 
 
 @mutant
-class UploadOtherTokenCode(Tracked):
+class UploadOtherTokenCode(_FencedCommitOfUpload):
     name = "fence_upload_other_token_400"
     clause = "FENCE-2.c"
     summary = "committing an older token's upload with a newer token is 400, not 409 fenced"
 
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or _code(response) != "fenced":
-            return response
+    def fenced(self, request, response, upstream, body, up):  # noqa: ANN001, ANN201
+        if up.token != body.get("token"):
+            return Response.error(400, "invalid_argument", "the upload belongs to another token")
+        return response
         body = body_of(request)
         with self.lock:
             up = self.t.uploads.get(body.get("upload"))
@@ -297,7 +305,7 @@ class UnknownTokenCommit404(Tracked):
     summary = "a commit with an unknown token is 404 not_found instead of 400"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint == "versions/commit" and _code(response) == "invalid_argument":
+        if request.endpoint == "versions/commit" and error_code(response) == "invalid_argument":
             with self.lock:
                 known = body_of(request).get("token") in self.t.tokens
             if not known:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant, ok_or
 from conformance.mutants.tracking import (
     Tracked,
     api_get,
@@ -15,6 +15,7 @@ from conformance.mutants.tracking import (
     key_of,
     open_latest,
     versions_of,
+    with_key,
 )
 
 SOURCE = re.compile(r"^o41://([^/]+/[^/]+)/(step-\d{8})$")
@@ -29,14 +30,6 @@ def _fork_source(request: Request) -> str | None:
     return None
 
 
-def _code(response: Response) -> str | None:
-    data = response.json()
-    try:
-        return str(data["error"]["code"])
-    except (KeyError, TypeError):
-        return None
-
-
 # --- FORK-1.a: a fork into an artifact with versions ------------------------------------
 
 
@@ -47,7 +40,7 @@ class NotEmptyAsHasCheckpoints(Tracked):
     summary = "a fork into an artifact with versions is 409 has_checkpoints, not not_empty"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if _fork_source(request) and _code(response) == "not_empty":
+        if _fork_source(request) and error_code(response) == "not_empty":
             return Response.error(409, "has_checkpoints", "the artifact has checkpoints")
         return response
 
@@ -59,7 +52,7 @@ class NotEmptyReopensTarget(Tracked):
     summary = "a refused fork re-opens the target for its own holder (its epoch rises)"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not (_fork_source(request) and _code(response) == "not_empty"):
+        if not (_fork_source(request) and error_code(response) == "not_empty"):
             return response
         art = str(artifact_of(request))
         info = artifact_info(upstream, key_of(request), art)
@@ -80,7 +73,7 @@ class MissingVersion400(Tracked):
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         src = _fork_source(request)
         m = SOURCE.match(src or "")
-        if m and _code(response) == "not_found":
+        if m and error_code(response) == "not_found":
             if artifact_info(upstream, key_of(request), m.group(1)) is not None:
                 return Response.error(400, "invalid_argument", f"no version {m.group(2)}")
         return response
@@ -94,13 +87,12 @@ class MissingSourceStartsEmpty(Tracked):
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         m = SOURCE.match(_fork_source(request) or "")
-        if not (m and _code(response) == "not_found"):
+        if not (m and error_code(response) == "not_found"):
             return response
         if artifact_info(upstream, key_of(request), m.group(1)) is not None:
             return response
         body = body_of(request)
-        again = upstream.send(request.with_json(dict(body, resume="latest")))
-        return again if again.ok else response
+        return ok_or(upstream, request.with_json(dict(body, resume="latest")), response)
 
 
 # --- FORK-1.c: a malformed source ---------------------------------------------------------
@@ -160,8 +152,7 @@ class SourceReadUnchecked(Tracked):
         probe = api_get(upstream, "versions/list", key, artifact=str(artifact_of(request)))
         if probe.status == 403:
             return response  # no read (hence no write) on the target either
-        again = upstream.send(request.with_header("Authorization", f"Bearer {owner.key}"))
-        return again if again.ok else response
+        return ok_or(upstream, with_key(request, owner.key), response)
 
 
 @mutant

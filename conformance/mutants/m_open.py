@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
 from conformance.mutants.tracking import (
     Tracked,
     api_get,
@@ -20,14 +20,6 @@ from conformance.mutants.tracking import (
 def _open(request: Request, resume: Any) -> bool:
     body = body_of(request)
     return request.endpoint == "artifacts/open" and body.get("resume", None) == resume
-
-
-def _code(response: Response) -> str | None:
-    data = response.json()
-    try:
-        return str(data["error"]["code"])
-    except (KeyError, TypeError):
-        return None
 
 
 # --- OPEN-1.a: latest on a missing or empty artifact ------------------------------------
@@ -157,7 +149,7 @@ class FreshNotEmptyCode(Tracked):
     summary = "a fresh open on an artifact with 2 or more versions is 409 not_empty"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if _open(request, None) and _code(response) == "has_checkpoints":
+        if _open(request, None) and error_code(response) == "has_checkpoints":
             versions = versions_of(upstream, key_of(request), str(artifact_of(request)))
             if len(versions) >= 2:
                 return Response.error(409, "not_empty", "the artifact is not empty")
@@ -194,7 +186,7 @@ class _RefusalReopens(Tracked):
         raise NotImplementedError
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not (_open(request, None) and _code(response) == "has_checkpoints"):
+        if not (_open(request, None) and error_code(response) == "has_checkpoints"):
             return response
         art = str(artifact_of(request))
         info = artifact_info(upstream, key_of(request), art)

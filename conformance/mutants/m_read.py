@@ -8,14 +8,22 @@ and file without knowing anything about how the implementation builds its URLs.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from conformance.mutants.base import API_PREFIX, Mutant, Request, Response, Upstream, mutant
+from conformance.mutants.base import (  # noqa: F401  (error_code: importable from here too)
+    API_PREFIX,
+    Mutant,
+    Request,
+    Response,
+    Upstream,
+    api_request,
+    error_code,
+    mutant,
+)
 
 MIB = 1 << 20
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
@@ -26,13 +34,9 @@ def api_call(
     query: dict[str, str] | None = None, body: Any = None,
 ) -> Response:
     """One extra API call to the upstream, with the key of the request ``like``."""
-    headers = [(k, v) for k, v in like.headers if k.lower() == "authorization"]
-    data = b""
-    if body is not None:
-        headers.append(("Content-Type", "application/json"))
-        data = json.dumps(body).encode()
     q = tuple((k, v) for k, v in (query or {}).items() if v is not None)
-    return upstream.send(Request(method, API_PREFIX + endpoint, q, tuple(headers), data))
+    auth = like.header("Authorization")
+    return upstream.send(api_request(method, endpoint, auth, q, body))
 
 
 def committed(upstream: Upstream, like: Request, artifact: str) -> list[dict[str, Any]]:
@@ -54,13 +58,6 @@ def obj(message: Request | Response) -> dict[str, Any]:
     """A JSON body that is an object, else {} (the suite sends other JSON on purpose)."""
     body = message.json()
     return body if isinstance(body, dict) else {}
-
-
-def error_code(resp: Response) -> str | None:
-    """The contract error code of a reply, else None."""
-    body = resp.json()
-    err = body.get("error") if isinstance(body, dict) else None
-    return err.get("code") if isinstance(err, dict) else None
 
 
 def with_headers(resp: Response, **changes: str | None) -> Response:

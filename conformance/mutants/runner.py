@@ -2,9 +2,13 @@
 
 For each mutant a proxy starts in this process in front of the upstream, and the suite runs
 against the proxy as a URL target, first only the tests of the mutant's rule (``--rules``),
-then, if the mutant survived those, the whole suite. ``-x`` stops at the first failing test,
-which is recorded as the test that killed the mutant. The pass-through mutant ``none`` runs
-first: if the suite does not pass through the plain proxy, no verdict would mean anything.
+then, if the mutant survived those, the whole suite. With ``--spawn`` a second emulator whose
+signed URLs live ``EXPIRY_LIFETIME`` seconds stands behind a second proxy with the same mutant,
+handed to the suite as ``--expiry-target`` so that the URL expiry tests run instead of skipping
+(the main emulator keeps long-lived URLs, so no other test races a clock). ``-x`` stops at
+the first failing test, which is recorded as the test that killed the mutant. The
+pass-through mutant ``none`` runs first: if the suite does not pass through the plain proxy,
+no verdict would mean anything.
 
 The JSON result holds no timings, so two runs can be compared byte for byte.
 """
@@ -40,6 +44,9 @@ SPAWN_CONFIG = (
     f'scopes = [{{ prefix = "{SCOPED_WRITE}", access = "write" }}, '
     f'{{ prefix = "{SCOPED_READ}", access = "read" }}]\n'
 )
+#: Seconds the expiry emulator's signed URLs (and uploads) live: short enough for the
+#: suite's ``--max-url-wait`` (10 s), long enough for an open, upload and commit under load.
+EXPIRY_LIFETIME = 5
 RATIO = 0.97
 MARK_BEGIN, MARK_END = "<!-- mutants:begin -->", "<!-- mutants:end -->"
 
@@ -53,6 +60,7 @@ class Target:
     read_key: str | None = None
     scoped_key: str | None = None  # KEY=PREFIX
     scoped_read_prefix: str | None = None
+    expiry_url: str | None = None  # same keys, signed URLs that expire within seconds
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ def _first_failure(junit: Path) -> str:
 
 
 def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Path,
-                   rule: str | None) -> list[str]:
+                   rule: str | None, expiry_url: str | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", proxy_url,
            "--api-key", target.api_key, "-x", "-q", "-p", "no:cacheprovider",
            "-p", "no:randomly", "-p", "no:schemathesis", "--junitxml", str(junit),
@@ -100,17 +108,20 @@ def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Pat
         cmd += ["--scoped-key", target.scoped_key]
     if target.scoped_read_prefix and "--scoped-read-prefix" in options:
         cmd += ["--scoped-read-prefix", target.scoped_read_prefix]
+    if expiry_url and "--expiry-target" in options:
+        cmd += ["--expiry-target", expiry_url]
     if rule:
         cmd += ["--rules", rule]
     return cmd
 
 
-def _run_suite(proxy_url: str, target: Target, options: set[str], rule: str | None,
-               timeout: float) -> tuple[int, str, str]:
-    """Exit code, first failing test and output tail of one suite run."""
+def _run_suite(proxies: tuple[str, str | None], target: Target, options: set[str],
+               rule: str | None, timeout: float) -> tuple[int, str, str]:
+    """Exit code, first failing test and output tail of one suite run against the proxies
+    of the target and of its expiry target."""
     with tempfile.TemporaryDirectory(prefix="o41-mutant-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        cmd = pytest_command(proxy_url, target, options, junit, rule)
+        cmd = pytest_command(proxies[0], target, options, junit, rule, proxies[1])
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                                   cwd=tmp, check=False)
@@ -125,15 +136,19 @@ def run_mutant(name: str, target: Target, options: set[str], timeout: float = 30
     its rule first (or of ``rules``), then, unless ``whole_suite`` is False, every test."""
     cls = MUTANTS.get(name, Mutant)
     clause = cls.clause or "-"
-    proxy = MutantProxy(HttpUpstream(target.url), cls())
-    proxy.start()
+    # One mutant instance per proxy: each upstream's URLs and uploads are its own.
+    proxies = [MutantProxy(HttpUpstream(url), cls())
+               for url in (target.url, target.expiry_url) if url]
+    for proxy in proxies:
+        proxy.start()
+    urls = (proxies[0].url, proxies[1].url if len(proxies) > 1 else None)
     try:
         first = rules or (rule_of(clause) if cls.clause else None)
         phases: list[tuple[str, str | None]] = [("rule", first)] if first else []
         if whole_suite or not phases:
             phases.append(("suite", None))
         for phase, rule in phases:
-            code, first, tail = _run_suite(proxy.url, target, options, rule, timeout)
+            code, first, tail = _run_suite(urls, target, options, rule, timeout)
             if code == 1:
                 return Outcome(name, clause, "killed", first or "(no test id)", phase)
             if code not in (0, 5):  # 5: no test carries this rule
@@ -141,7 +156,8 @@ def run_mutant(name: str, target: Target, options: set[str], timeout: float = 30
                 return Outcome(name, clause, "error", f"pytest exit {code}: {detail}", phase)
         return Outcome(name, clause, "survived")
     finally:
-        proxy.stop()
+        for proxy in proxies:
+            proxy.stop()
 
 
 def table_lines(outcomes: list[Outcome]) -> list[str]:
@@ -187,6 +203,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--read-key", help="read-only key for --upstream")
     p.add_argument("--scoped-key", metavar="KEY=PREFIX", help="prefix-scoped key (--upstream)")
     p.add_argument("--scoped-read-prefix", metavar="PREFIX")
+    p.add_argument("--expiry-upstream", metavar="URL",
+                   help="a second instance, same keys, whose signed URLs expire within 10 s "
+                   "(--upstream; enables the URL expiry tests)")
     p.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
     p.add_argument("--only", action="append", default=[], metavar="NAME",
                    help="run only these mutants (or clause prefixes such as FENCE-)")
@@ -246,6 +265,16 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, seconds: float | N
     return 0 if ratio >= RATIO else 1
 
 
+def _spawn(started: list[SpawnedEmulator], workdir: Path, config: str) -> tuple[str, str]:
+    """Start an emulator (appended to ``started`` first, so it is stopped even if it fails
+    to come up); its URL and write key."""
+    workdir.mkdir()
+    emulator = SpawnedEmulator(workdir, config=config)
+    started.append(emulator)
+    url = emulator.start()
+    return url, emulator.key or "ak_local"
+
+
 def main(argv: list[str]) -> int:
     args = _parse(argv)
     if args.from_json:
@@ -254,21 +283,23 @@ def main(argv: list[str]) -> int:
         raise SystemExit("give --spawn, --upstream URL or --from-json FILE")
     names = _chosen(args.only)
     started = time.monotonic()
-    emulator: SpawnedEmulator | None = None
+    emulators: list[SpawnedEmulator] = []
     with tempfile.TemporaryDirectory(prefix="o41-mutants-") as tmp:
         try:
             if args.spawn:
-                emulator = SpawnedEmulator(Path(tmp), config=SPAWN_CONFIG)
-                url = emulator.start()
-                target = Target(url, emulator.key or "ak_local", READ_KEY,
-                                f"{SCOPED_KEY}={SCOPED_WRITE}", SCOPED_READ)
+                url, key = _spawn(emulators, Path(tmp) / "main", SPAWN_CONFIG)
+                expiry_config = f"url_lifetime = {EXPIRY_LIFETIME}\n\n{SPAWN_CONFIG}"
+                expiry_url, _ = _spawn(emulators, Path(tmp) / "expiry", expiry_config)
+                target = Target(url, key, READ_KEY, f"{SCOPED_KEY}={SCOPED_WRITE}",
+                                SCOPED_READ, expiry_url)
             else:
                 if not args.api_key:
                     raise SystemExit("--upstream needs --api-key")
                 target = Target(args.upstream.rstrip("/").removesuffix("/api/v1"), args.api_key,
-                                args.read_key, args.scoped_key, args.scoped_read_prefix)
+                                args.read_key, args.scoped_key, args.scoped_read_prefix,
+                                args.expiry_upstream)
             outcomes = run_table(target, names, args.jobs, args.timeout)
         finally:
-            if emulator is not None:
+            for emulator in emulators:
                 emulator.stop()
     return report(outcomes, args, time.monotonic() - started)

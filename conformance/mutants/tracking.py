@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream
+from conformance.mutants.base import Mutant, Request, Response, Upstream, api_request
 
 __all__ = [
     "Facts", "OpenInfo", "Tracked", "UploadInfo", "api_get", "api_post", "body_of", "key_of",
@@ -45,16 +45,13 @@ def artifact_of(request: Request) -> str | None:
 
 
 def api_get(upstream: Upstream, endpoint: str, key: str | None, **query: str) -> Response:
-    headers = (("Authorization", f"Bearer {key}"),) if key else ()
-    return upstream.send(Request("GET", "/api/v1/" + endpoint, tuple(query.items()), headers))
+    auth = f"Bearer {key}" if key else None
+    return upstream.send(api_request("GET", endpoint, auth, tuple(query.items())))
 
 
 def api_post(upstream: Upstream, endpoint: str, key: str | None, body: Any) -> Response:
-    headers = [("Content-Type", "application/json")]
-    if key:
-        headers.append(("Authorization", f"Bearer {key}"))
-    req = Request("POST", "/api/v1/" + endpoint, (), tuple(headers))
-    return upstream.send(req.with_json(body))
+    auth = f"Bearer {key}" if key else None
+    return upstream.send(api_request("POST", endpoint, auth, body=body))
 
 
 def with_key(request: Request, key: str) -> Request:
