@@ -223,17 +223,35 @@ class ExtraWarning(JsonVariant):
 class DataHeaders(JsonVariant):
     name = "data-headers"
     clause = "-"
-    summary = "data replies with another Content-Type, an ETag, and a plain-text 416/403 body"
+    summary = ("data replies with another Content-Type, an ETag, no Accept-Ranges, and "
+               "plain-text error bodies (416 without Content-Range)")
 
     def data(self, request: Request, resp: Response) -> Response:
-        kept = tuple((k, v) for k, v in resp.headers if k.lower() not in ("content-type",
-                                                                           "etag"))
+        dropped = ("content-type", "etag", "accept-ranges")
+        kept = tuple((k, v) for k, v in resp.headers if k.lower() not in dropped)
+        if resp.status == 416:  # the contract asks for the status only
+            kept = tuple((k, v) for k, v in kept if k.lower() != "content-range")
         if resp.status >= 400:
             text = f"{resp.status} refused\n".encode()
             kept += (("Content-Type", "text/plain"),)
             return replace(resp, headers=kept, body=b"" if request.method == "HEAD" else text)
         kept += (("Content-Type", "binary/octet-stream"), ("ETag", '"legal-etag"'))
         return replace(resp, headers=kept)
+
+
+@legal
+class OptionalDropped(JsonVariant):
+    name = "optional-dropped"
+    clause = "-"
+    summary = "the optional urls_expire_at is left out of every Version"
+
+    def change(self, request, resp, body):  # noqa: ANN001, ANN201
+        def drop(key: str | None, node: Any) -> Any:
+            if isinstance(node, dict) and "urls_expire_at" in node:
+                return {k: v for k, v in node.items() if k != "urls_expire_at"}
+            return node
+
+        return walk(body, drop)
 
 
 # --- chaining ------------------------------------------------------------------------------

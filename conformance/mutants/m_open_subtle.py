@@ -99,9 +99,9 @@ class LatestWithoutPlaceNotCreated(Tracked):
 
 
 @mutant
-class ResumeShaSortedByName(Tracked):
-    """``resume_from`` pairs the files in their listed order with their sha256 sorted by
-    file name: right whenever the files were declared in name order."""
+class ResumeShaInDeclaredOrder(Tracked):
+    """``resume_from`` lists the files in name order but takes their sha256 in the order
+    they were declared at write: right whenever they were declared in name order."""
 
     name = "open_resume_sha256_misaligned_for_unsorted_files"
     clause = "OPEN-2.a"
@@ -111,13 +111,16 @@ class ResumeShaSortedByName(Tracked):
         reply = response.json() if _open(request) and response.ok else None
         resumed = reply.get("resume_from") if isinstance(reply, dict) else None
         files = (resumed or {}).get("files") or []
-        names = [f.get("name") for f in files]
-        if len(files) < 2 or names == sorted(names):
+        with self.lock:
+            ups = [u for u in self.t.uploads.values() if u.artifact == resumed.get("artifact")
+                   and u.write.get("version") == resumed.get("version")] if files else []
+        declared = [f.get("name") for f in (ups[-1].write.get("files") or [])] if ups else []
+        by_name = {f.get("name"): f.get("sha256") for f in files}
+        if len(files) < 2 or declared == sorted(declared) or set(declared) != set(by_name):
             return response
-        by_name = {f["name"]: f for f in files}
-        wrong = [by_name[n]["sha256"] for n in sorted(names)]
-        for f, sha in zip(files, wrong, strict=True):
-            f["sha256"] = sha
+        ordered = sorted(files, key=lambda f: str(f.get("name")))
+        for f, name in zip(ordered, declared, strict=True):
+            f["sha256"] = by_name[name]
         return response.with_json(reply)
 
 

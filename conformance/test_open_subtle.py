@@ -1,0 +1,59 @@
+"""Opens that are right in the common case and easy to get wrong in a rarer one: a forked
+artifact relaunched after its first own checkpoint, files declared out of name order. Each
+test here killed a subtle mutant (``conformance/mutants/m_*_subtle.py``) the suite missed."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.actions import commit_ok, download, expect_ok, make_files, open_box, sha256
+from conformance.client import Client
+from conformance.env import Env
+from conformance.rules import check, check_equal
+
+UNSORTED = {"z/optim.bin": 700, "a.bin": 300, "m/model.bin": 500}
+
+
+@pytest.mark.rule("OPEN-2.a")
+def test_relaunch_of_fork_resumes_its_own_first_and_second_version(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """OPEN-2.a: once a fork committed a version of its own, a latest open of the fork
+    resumes that version (not the source's), after one own version and after two."""
+    source = o41_env.artifact("fork-own-src")
+    writer = open_box(o41_api, source, "src-box")
+    commit_ok(o41_api, writer, "step-00000010", make_files({"m.bin": 64}, 10))
+    fork = o41_env.artifact("fork-own")
+    box = open_box(o41_api, fork, "fork-box", resume=f"o41://{source}/step-00000010",
+                   rule="FORK-2")
+    for step in (11, 12):
+        files = make_files({"m.bin": 80 + step}, step)
+        version = f"step-{step:08d}"
+        commit_ok(o41_api, box, version, files)
+        body = expect_ok(o41_api.open(fork, "latest", None, f"relaunch-{step}"), "OPEN-2",
+                         f"relaunch of the fork after {version}")
+        resumed = body.get("resume_from") or {}
+        check_equal((resumed.get("artifact"), resumed.get("version")), (fork, version),
+                    "OPEN-2", f"resume_from of the fork after its own {version}")
+        check_equal(download(o41_api, resumed), files, "OPEN-2", f"bytes of {version}")
+        box = open_box(o41_api, fork, f"writer-{step}", rule="OPEN-2")
+
+
+@pytest.mark.rule("OPEN-2.a")
+def test_resume_of_files_declared_out_of_name_order(o41_env: Env, o41_api: Client) -> None:
+    """OPEN-2.a: files declared in no particular order resume each with its own size and
+    sha256, whatever order the reply lists them in."""
+    name = o41_env.artifact("unsorted")
+    box = open_box(o41_api, name, "box-a")
+    files = make_files(UNSORTED, 5)
+    commit_ok(o41_api, box, "step-00000001", files)
+    body = expect_ok(o41_api.open(name, "latest", None, "box-b"), "OPEN-2", "relaunch")
+    resumed = body.get("resume_from") or {}
+    listed = {f.get("name"): f for f in resumed.get("files") or []}
+    check_equal(sorted(listed), sorted(files), "OPEN-2", "names of the resumed files")
+    for fname, data in files.items():
+        got = listed[fname]
+        check((got.get("size"), got.get("sha256")) == (len(data), sha256(data)), "OPEN-2",
+              f"{fname}: resume_from says size {got.get('size')} sha256 {got.get('sha256')}")
+    check_equal(download(o41_api, resumed), files, "OPEN-2", "bytes of the resumed files")
+
