@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, download, expect_ok, make_files, open_box, sha256
+from conformance.actions import (
+    commit_ok,
+    download,
+    expect_error,
+    expect_ok,
+    expect_unchanged,
+    expect_writer_alive,
+    make_files,
+    open_box,
+    sha256,
+    snapshot,
+)
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check, check_equal
@@ -57,3 +68,24 @@ def test_resume_of_files_declared_out_of_name_order(o41_env: Env, o41_api: Clien
               f"{fname}: resume_from says size {got.get('size')} sha256 {got.get('sha256')}")
     check_equal(download(o41_api, resumed), files, "OPEN-2", "bytes of the resumed files")
 
+
+
+@pytest.mark.rule("OPEN-3.a", "OPEN-3.b")
+def test_fresh_open_of_fork_with_its_own_version_refused_and_changes_nothing(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """OPEN-3.a/b: a forked artifact with a version of its own has checkpoints: a fresh
+    open is 409 has_checkpoints, and epoch, holder, versions and forked_from stay."""
+    source = o41_env.artifact("fresh-fork-src")
+    writer = open_box(o41_api, source, "src-box")
+    commit_ok(o41_api, writer, "step-00000003", make_files({"m.bin": 32}, 3))
+    fork = o41_env.artifact("fresh-fork")
+    box = open_box(o41_api, fork, "fork-box", resume=f"o41://{source}/step-00000003",
+                   rule="FORK-2")
+    commit_ok(o41_api, box, "step-00000004", make_files({"m.bin": 40}, 4))
+    before = snapshot(o41_api, fork)
+    for place in (None, o41_env.topology.locations[0]):
+        expect_error(o41_api.open(fork, None, place, "fresh-box"), 409, "has_checkpoints",
+                     "OPEN-3", f"fresh open of a fork with its own version, place {place}")
+        expect_unchanged(o41_api, fork, before, "OPEN-3", "a refused fresh open")
+    expect_writer_alive(o41_api, box, "step-00000005", "OPEN-3", "after the refusals")

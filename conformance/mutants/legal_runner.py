@@ -46,14 +46,17 @@ class Verdict:
 
 
 def _failures(junit: Path) -> list[str]:
-    """Ids of every failing or erroring test case in a JUnit XML file, in run order."""
+    """Every failing or erroring test case of a JUnit XML file, with its message, in order."""
     if not junit.exists():
         return []
     out = []
     for case in ET.parse(junit).getroot().iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
+        bad = case.find("failure")
+        bad = bad if bad is not None else case.find("error")
+        if bad is not None:
             module = case.get("classname", "").replace(".", "/")
-            out.append(f"{module}.py::{case.get('name', '')}")
+            why = " ".join((bad.get("message") or "").split())[:240]
+            out.append(f"{module}.py::{case.get('name', '')}  ({why})")
     return out
 
 
