@@ -92,6 +92,21 @@ class ReshapedUrls(Mutant):
     name = "reshaped-urls"
     clause = "-"
     summary = "signed URLs as /blob/<n>/<file>?sig=<hmac> instead of the implementation's"
+    prefix = "/blob/"
+
+    def shape(self, origin: str, n: int, real: str) -> str:
+        leaf = urlsplit(real).path.rsplit("/", 1)[-1] or "f"
+        return f"{origin}/blob/{n}/{leaf}?sig={self._sign(n)}"
+
+    def check(self, request: Request) -> int | None:
+        """The URL's number when its signature matches, else None."""
+        parts = request.path.split("/")
+        n = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
+        with self.lock:
+            real = self.state.get(n)
+        if real is None or parts[3] != (urlsplit(real).path.rsplit("/", 1)[-1] or "f"):
+            return None
+        return n if hmac.compare_digest(request.arg("sig") or "", self._sign(n)) else None
 
     def _sign(self, n: int) -> str:
         with self.lock:
@@ -103,7 +118,7 @@ class ReshapedUrls(Mutant):
             return next(self.state.setdefault("count", itertools.count(1)))
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
-        if request.kind == "data" and request.path.startswith("/blob/"):
+        if request.kind == "data" and request.path.startswith(self.prefix):
             return self._serve(request, upstream)
         resp = upstream.send(request)
         reply = resp.json() if request.kind == "api" else None
@@ -116,20 +131,16 @@ class ReshapedUrls(Mutant):
                 n = self._next()
                 with self.lock:
                     self.state[n] = node
-                leaf = urlsplit(node).path.rsplit("/", 1)[-1] or "f"
-                return f"{origin}/blob/{n}/{leaf}?sig={self._sign(n)}"
+                return self.shape(origin, n, node)
             return node
 
         return resp.with_json(walk(reply, move))
 
     def _serve(self, request: Request, upstream: Upstream) -> Response:
-        parts = request.path.split("/")
-        n = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
+        n = self.check(request)
         with self.lock:
-            real = self.state.get(n)
-        leaf = urlsplit(real).path.rsplit("/", 1)[-1] or "f" if real else None
-        sig = request.arg("sig") or ""
-        if real is None or parts[3] != leaf or not hmac.compare_digest(sig, self._sign(n)):
+            real = self.state.get(n) if n is not None else None
+        if real is None:
             return Response.error(403, "forbidden", "the URL's signature does not match")
         return upstream.send(resend(request, real))
 
@@ -196,3 +207,22 @@ class ConflictsAtCommit(Mutant):
         if isinstance(size, int) and len(request.body) > size:
             return Response.error(413, "payload_too_large", "the body is longer than declared")
         return Response(200, (("Content-Type", "application/json"),), b"{}")
+
+
+@legal
+class OpaquePathUrls(ReshapedUrls):
+    """Signed URLs that are one opaque path, ``/o/<n>-<hmac>``: no query, no file name."""
+
+    name = "opaque-path-urls"
+    clause = "-"
+    summary = "signed URLs as /o/<n>-<hmac>: no query string and no file name in them"
+    prefix = "/o/"
+
+    def shape(self, origin: str, n: int, real: str) -> str:
+        return f"{origin}/o/{n}-{self._sign(n)}"
+
+    def check(self, request: Request) -> int | None:
+        n, _, sig = request.path[len(self.prefix):].partition("-")
+        if not n.isdigit() or request.query or not hmac.compare_digest(sig, self._sign(int(n))):
+            return None
+        return int(n)
