@@ -254,6 +254,22 @@ class OptionalDropped(JsonVariant):
         return walk(body, drop)
 
 
+@legal
+class PricesOtherShape(JsonVariant):
+    name = "prices-other-shape"
+    clause = "-"
+    summary = "usage's prices (a shape the contract leaves open) as a list of route/cloud rows"
+
+    def change(self, request, resp, body):  # noqa: ANN001, ANN201
+        if request.endpoint != "usage/read" or not isinstance(body, dict) \
+                or not isinstance(body.get("prices"), dict):
+            return None
+        rows = [{"route": route, "cloud": cloud, "usd_per_gb": usd}
+                for route, table in body["prices"].items() if isinstance(table, dict)
+                for cloud, usd in table.items()]
+        return {**body, "prices": {"currency": "USD", "per_gb": rows}}
+
+
 # --- chaining ------------------------------------------------------------------------------
 
 

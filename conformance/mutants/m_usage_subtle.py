@@ -328,3 +328,24 @@ class NoPlaceNamedReadLocal(ReplyMutant):
         return None
 
 
+
+
+@mutant
+class AzureEgressPublishedOffTable(UsageMutant):
+    """Azure's cross-cloud price is published AND charged as 0.09/GB: the reply is
+    consistent with itself, but not with the contract's table (0.087)."""
+
+    name = "usage-azure-egress-published-and-charged-at-0.09"
+    clause = "USAGE-1.c"
+    summary = "usage publishes azure egress at 0.09/GB and prices rows by it (table: 0.087)"
+
+    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
+        prices = body.get("prices")
+        table = prices.get("cross_cloud") if isinstance(prices, dict) else None
+        if not isinstance(table, dict):
+            return None
+        table["azure"] = 0.09
+        for r in body["transfers"]:
+            if r.get("route") == "cross_cloud" and leaves(r) == "azure":
+                r["cost_usd"] = r["bytes"] * rate(prices, r)
+        return retotal(body)
