@@ -17,6 +17,7 @@ from conformance.actions import (
     open_box,
     sha256,
     snapshot,
+    start_upload,
 )
 from conformance.client import Client
 from conformance.env import Env
@@ -89,3 +90,21 @@ def test_fresh_open_of_fork_with_its_own_version_refused_and_changes_nothing(
                      "OPEN-3", f"fresh open of a fork with its own version, place {place}")
         expect_unchanged(o41_api, fork, before, "OPEN-3", "a refused fresh open")
     expect_writer_alive(o41_api, box, "step-00000005", "OPEN-3", "after the refusals")
+
+
+@pytest.mark.rule("VER-4.c", "FORK-1.a")
+def test_fork_into_artifact_with_only_a_staged_upload_succeeds(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """VER-4.c: an upload with every file PUT but never committed is no version: a fork
+    into its artifact is a fork into an empty artifact, and resumes the source version."""
+    source = o41_env.artifact("staged-src")
+    writer = open_box(o41_api, source, "src-box")
+    commit_ok(o41_api, writer, "step-00000002", make_files({"m.bin": 48}, 2))
+    target = o41_env.artifact("staged-target")
+    box = open_box(o41_api, target, "target-box")
+    start_upload(o41_api, target, box.token, "step-00000001", make_files({"m.bin": 16}, 1))
+    body = expect_ok(o41_api.open(target, f"o41://{source}/step-00000002", None, "forker"),
+                     "VER-4", "fork into an artifact whose only upload is uncommitted")
+    check_equal((body.get("resume_from") or {}).get("version"), "step-00000002", "VER-4",
+                "resume_from of the fork")
