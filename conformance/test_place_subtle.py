@@ -71,3 +71,31 @@ def test_fork_in_another_cloud_reads_cross_cloud_and_its_writes_count(
     check_equal(wrote, 1300, "USAGE-1", "write bytes of the fork's own version")
     per_route = sum(int(v.get("write_bytes") or 0) for v in (usage.get("routes") or {}).values())
     check_equal(per_route, 1300, "USAGE-1", "write_bytes of the fork's routes")
+
+
+@pytest.mark.rule("USAGE-1.e")
+def test_default_placement_listed_for_a_box_of_every_cloud(o41_env: Env, o41_api: Client) -> None:
+    """USAGE-1.e: a box in another region of each cloud writes to that cloud's default
+    location; placements lists a ``default`` row for each, with its versions and bytes."""
+    topo = o41_env.topology
+    for cloud in topo.clouds:
+        place = topo.other_region(cloud)
+        name = o41_env.artifact(f"default-{cloud}")
+        box = open_box(o41_api, name, "box-a", place)
+        commit_ok(o41_api, box, "step-00000001", make_files({"m.bin": 777}, 1))
+        usage = expect_ok(o41_api.usage(name), "USAGE-1", f"usage of {name}")
+        rows = [
+            p
+            for p in usage.get("placements") or []
+            if p.get("kind") == "default" and Place.from_json(p.get("place")) == place
+        ]
+        check_equal(len(rows), 1, "USAGE-1", f"default placement rows of a box at {place}")
+        got = rows[0]
+        count = got.get("versions")
+        count = len(count) if isinstance(count, list) else count
+        check_equal(
+            (Place.from_json(got.get("location")), count, got.get("bytes")),
+            (topo.placement(place).location, 1, 777),
+            "USAGE-1",
+            f"default placement of a box at {place}",
+        )
