@@ -223,15 +223,16 @@ class ExtraWarning(JsonVariant):
 class DataHeaders(JsonVariant):
     name = "data-headers"
     clause = "-"
-    summary = ("data replies with another Content-Type, an ETag, no Accept-Ranges, and "
-               "plain-text error bodies (416 without Content-Range)")
+    summary = ("data replies with another Content-Type, an ETag, no Accept-Ranges, and a "
+               "plain-text 416 without Content-Range")
 
     def data(self, request: Request, resp: Response) -> Response:
         dropped = ("content-type", "etag", "accept-ranges")
         kept = tuple((k, v) for k, v in resp.headers if k.lower() not in dropped)
-        if resp.status == 416:  # the contract asks for the status only
+        if resp.status >= 400 and resp.status != 416:
+            return resp  # 403 is a contract error: its JSON body and headers stay
+        if resp.status == 416:  # only the status is asked for: any body, no Content-Range
             kept = tuple((k, v) for k, v in kept if k.lower() != "content-range")
-        if resp.status >= 400:
             text = f"{resp.status} refused\n".encode()
             kept += (("Content-Type", "text/plain"),)
             return replace(resp, headers=kept, body=b"" if request.method == "HEAD" else text)
