@@ -137,12 +137,12 @@ def test_ranges_starting_at_or_past_the_end_unsatisfiable(
 
 
 def _moved(url: str, onto: str) -> str:
-    """``url``'s signature on ``onto``'s path: the query if the signature is there, else
-    the path's last segment."""
+    """``url``'s signature (its query) on ``onto``'s path. A URL without a query is one
+    opaque path: no part of it can be moved onto another path, so the test skips."""
     u, v = urlsplit(url), urlsplit(onto)
-    if u.query:
-        return urlunsplit(v._replace(query=u.query))
-    return urlunsplit(u._replace(path=v.path))
+    if not u.query:
+        pytest.skip("the target's signed URLs are opaque paths: no signature to move")
+    return urlunsplit(v._replace(query=u.query))
 
 
 @pytest.mark.rule("READ-4.a")

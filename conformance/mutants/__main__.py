@@ -3,6 +3,7 @@
     python -m conformance.mutants --upstream URL --mutant NAME [--port P]
     python -m conformance.mutants --list
     python -m conformance.mutants table [--spawn | --upstream URL] [--json FILE] [--jobs N]
+    python -m conformance.mutants legal [--spawn | --upstream URL] [--only NAME|all]
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         from conformance.mutants.runner import main as table_main
 
         return table_main(argv[1:])
+    if argv[:1] == ["legal"]:
+        from conformance.mutants.legal_runner import main as legal_main
+
+        return legal_main(argv[1:])
     return proxy_main(argv)
 
 
