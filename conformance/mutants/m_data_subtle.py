@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
 from conformance.mutants.m_read import (
     Watching,
     committed,
@@ -18,15 +18,6 @@ from conformance.mutants.m_read import (
 )
 from conformance.mutants.m_versions import LenientFileName, _safe_segments, decoded
 from conformance.mutants.tracking import Tracked, body_of, key_of, with_key
-
-
-def _code(response: Response) -> str | None:
-    data = response.json()
-    try:
-        return str(data["error"]["code"])
-    except (KeyError, TypeError):
-        return None
-
 
 # --- VER-1 -------------------------------------------------------------------------------
 
@@ -78,7 +69,7 @@ class ExistsAfterRelaunchAsNotAfter(Tracked):
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         body = body_of(request)
         if request.endpoint not in ("versions/write", "versions/commit") \
-                or _code(response) != "version_exists":
+                or error_code(response) != "version_exists":
             return response
         with self.lock:
             first = self.state.get("by", {}).get((body.get("artifact"), body.get("version")))
@@ -114,7 +105,7 @@ class StepZeroInvalid(Tracked):
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         if request.endpoint == "versions/write" and body_of(request).get("version") \
-                == "step-00000000" and _code(response) == "not_after_latest":
+                == "step-00000000" and error_code(response) == "not_after_latest":
             return Response.error(400, "invalid_argument", "step 0 is not a checkpoint")
         return response
 

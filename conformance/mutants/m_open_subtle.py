@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
 from conformance.mutants.m_fork import SOURCE
 from conformance.mutants.tracking import (
     Tracked,
@@ -23,14 +23,6 @@ from conformance.mutants.tracking import (
 
 def _open(request: Request) -> bool:
     return request.endpoint == "artifacts/open" and request.method == "POST"
-
-
-def _code(response: Response) -> str | None:
-    data = response.json()
-    try:
-        return str(data["error"]["code"])
-    except (KeyError, TypeError):
-        return None
 
 
 def _source(request: Request) -> tuple[str, str] | None:
@@ -186,7 +178,7 @@ class _FreshAllowed(_Forks):
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         body = body_of(request)
         if not (_open(request) and body.get("resume") is None
-                and _code(response) == "has_checkpoints" and self.applies(request)):
+                and error_code(response) == "has_checkpoints" and self.applies(request)):
             return response
         again = _as_latest(request, upstream)
         return again.with_json(dict(again.json(), resume_from=None)) if again.ok else response
@@ -226,7 +218,7 @@ class ForkIntoForkAllowed(_Forks):
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         src = _source(request)
-        if not src or _code(response) != "not_empty" or not self.fork_of(artifact_of(request)):
+        if not src or error_code(response) != "not_empty" or not self.fork_of(artifact_of(request)):
             return response
         version = _version(upstream, key_of(request), *src)
         again = _as_latest(request, upstream) if isinstance(version, dict) else response

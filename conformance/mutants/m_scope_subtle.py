@@ -7,19 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
 from conformance.mutants.m_fork import SOURCE
 from conformance.mutants.m_read import Watching
 from conformance.mutants.m_usage import UsageMutant, retotal
 from conformance.mutants.tracking import Tracked, artifact_of, body_of, key_of, with_key
-
-
-def _code(response: Response) -> str | None:
-    data = response.json()
-    try:
-        return str(data["error"]["code"])
-    except (KeyError, TypeError):
-        return None
 
 
 def _open(request: Request) -> bool:
@@ -125,7 +117,7 @@ class FreshRefusalDropsForkedFrom(_ForkedFrom):
     def observe(self, request: Request, response: Response) -> None:
         super().observe(request, response)
         if _open(request) and body_of(request).get("resume") is None \
-                and _code(response) == "has_checkpoints":
+                and error_code(response) == "has_checkpoints":
             self.state.setdefault("cleared", set()).add(artifact_of(request))
 
     def shown(self, artifact: str, forked: dict[str, Any]) -> Any:

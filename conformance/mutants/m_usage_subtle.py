@@ -11,7 +11,8 @@ from typing import Any
 from conformance.mutants.base import mutant
 from conformance.mutants.m_place import ReplyMutant, place_of
 from conformance.mutants.m_read import obj, parse_range
-from conformance.mutants.m_usage import ServedBytes, UsageMutant, _lower, leaves, rate, retotal
+from conformance.mutants.m_usage import ServedBytes, UsageMutant, leaves, rate, retotal
+from conformance.mutants.usage_replies import lower_place
 
 KNOWN = {"aws", "gcp", "azure"}
 
@@ -112,7 +113,7 @@ class RowPerRangedGet(ServedBytes):
 
     def delta(self, request, resp, info):  # noqa: ANN001, ANN201
         if resp.status == 206 and request.method == "GET":
-            key = (info["artifact"], info["version"], _lower(info["place"]))
+            key = (info["artifact"], info["version"], lower_place(info["place"]))
             with self.lock:
                 self.state.setdefault("gets", defaultdict(list))[key].append(len(resp.body))
         return 0
