@@ -1,0 +1,265 @@
+"""Mutants of reply shapes (API-1, READ-1.c, FENCE-2.f): each keeps every rule of the
+"Rules" table but bends one sentence of the HTTP API section, as a careless serializer
+would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.mutants.base import Mutant, Request, Response, Upstream, mutant
+from conformance.mutants.m_read import error_code, obj, with_headers
+
+
+def _versions(value: Any, change: Any) -> Any:
+    """``value`` with ``change`` applied to every Version object in it (a dict that has
+    ``version`` and ``step``), nested ones (``resume_from``, list entries) too."""
+    if isinstance(value, list):
+        return [_versions(v, change) for v in value]
+    if isinstance(value, dict):
+        out = {k: _versions(v, change) for k, v in value.items()}
+        return change(out) if "version" in out and "step" in out else out
+    return value
+
+
+class VersionShape(Mutant):
+    """Rewrites every Version in successful API replies of ``endpoints`` with :meth:`fix`."""
+
+    endpoints: tuple[str, ...] = ("versions/read", "versions/list", "versions/commit",
+                                  "artifacts/open")
+
+    def fix(self, version: dict[str, Any]) -> dict[str, Any]:
+        return version
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        if request.endpoint not in self.endpoints or not resp.ok or not obj(resp):
+            return resp
+        return resp.with_json(_versions(obj(resp), self.fix))
+
+
+@mutant
+class StepWrapsAtTenThousand(VersionShape):
+    """``step`` keeps only the last four digits of the name (a 16-bit-minded parser)."""
+
+    name = "shape-step-wraps-above-9999"
+    clause = "API-1.b"
+    summary = "a Version's step is its number modulo 10000 once it reaches 10000"
+
+    def fix(self, version: dict[str, Any]) -> dict[str, Any]:
+        step = version.get("step")
+        return {**version, "step": step % 10_000} if isinstance(step, int) else version
+
+
+@mutant
+class SizeOfFirstFileOnly(VersionShape):
+    """``size`` is the size of the first file instead of the sum of all files."""
+
+    name = "shape-size-is-first-file"
+    clause = "API-1.b"
+    summary = "a Version's size is its first file's size, not the sum of its files"
+    endpoints = ("versions/read", "versions/commit")
+
+    def fix(self, version: dict[str, Any]) -> dict[str, Any]:
+        files = version.get("files") or []
+        if len(files) < 2 or not isinstance(files[0], dict):
+            return version
+        return {**version, "size": files[0].get("size")}
+
+
+@mutant
+class ReadCreatedAtNotATimestamp(VersionShape):
+    """``created_at`` of a read Version is the version name, not a timestamp."""
+
+    name = "shape-created-at-not-a-timestamp"
+    clause = "API-1.b"
+    summary = "versions/read answers created_at as a plain string that is no time"
+    endpoints = ("versions/read",)
+
+    def fix(self, version: dict[str, Any]) -> dict[str, Any]:
+        return {**version, "created_at": "committed"}
+
+
+@mutant
+class ListCarriesFiles(Mutant):
+    """``versions/list`` entries carry an (empty) ``files`` list."""
+
+    name = "shape-list-entries-carry-files"
+    clause = "READ-1.c"
+    summary = "versions/list gives each Version a files field (an empty list)"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        body = obj(resp)
+        if request.endpoint != "versions/list" or not resp.ok or "versions" not in body:
+            return resp
+        listed = [{**v, "files": []} if isinstance(v, dict) else v for v in body["versions"]]
+        return resp.with_json({**body, "versions": listed})
+
+
+@mutant
+class ListHolderOfNewestOpen(Mutant):
+    """``versions/list`` names the artifact's newest holder on every version."""
+
+    name = "shape-list-holder-is-newest-open"
+    clause = "READ-1.c"
+    summary = "versions/list gives every Version the holder of the last one listed"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        listed = obj(resp).get("versions")
+        if request.endpoint != "versions/list" or not resp.ok or not listed:
+            return resp
+        last = listed[-1]
+        fixed = [{**v, "holder": last.get("holder"), "epoch": last.get("epoch")}
+                 for v in listed]
+        return resp.with_json({**obj(resp), "versions": fixed})
+
+
+@mutant
+class NoUrlsExpireAt(VersionShape):
+    """A Version with URLs has no ``urls_expire_at``."""
+
+    name = "shape-urls-expire-at-missing"
+    clause = "API-1.c"
+    summary = "versions/read with urls=1 leaves out urls_expire_at"
+    endpoints = ("versions/read",)
+
+    def fix(self, version: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in version.items() if k != "urls_expire_at"}
+
+
+@mutant
+class UrlsZeroStillSigned(Mutant):
+    """``urls=0`` is read as "urls given": the files come signed anyway."""
+
+    name = "shape-urls-0-gives-urls"
+    clause = "API-1.c"
+    summary = "versions/read with urls=0 answers as if urls=1"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        if request.endpoint == "versions/read" and request.arg("urls") == "0":
+            request = request.with_query(urls="1")
+        return upstream.send(request)
+
+
+class WriteShape(Mutant):
+    def fix(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        if request.endpoint != "versions/write" or not resp.ok or not obj(resp):
+            return resp
+        return resp.with_json(self.fix(obj(resp)))
+
+
+@mutant
+class WriteRouteAlwaysLocal(WriteShape):
+    """The write's ``route`` is ``local`` wherever the box is."""
+
+    name = "shape-write-route-always-local"
+    clause = "API-1.d"
+    summary = "versions/write answers route local even when the write location is away"
+
+    def fix(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "route": "local"}
+
+
+@mutant
+class WriteWithoutExpiry(WriteShape):
+    """The write answers no ``expires_at``."""
+
+    name = "shape-write-expires-at-missing"
+    clause = "API-1.d"
+    summary = "versions/write leaves out expires_at"
+
+    def fix(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in body.items() if k != "expires_at"}
+
+
+class ArtifactShape(Mutant):
+    def fix(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        if request.endpoint != "artifacts/read" or not resp.ok or not obj(resp):
+            return resp
+        return resp.with_json(self.fix(obj(resp)))
+
+
+@mutant
+class LatestEmptyString(ArtifactShape):
+    """``latest`` of an artifact without versions is ``""`` instead of null."""
+
+    name = "shape-artifact-latest-empty-string"
+    clause = "API-1.e"
+    summary = 'artifacts/read answers latest "" (not null) while there is no version'
+
+    def fix(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "latest": ""} if body.get("latest") is None else body
+
+
+@mutant
+class ForkedFromEmptyObject(ArtifactShape):
+    """``forked_from`` of an artifact that was not forked is ``{}`` instead of null."""
+
+    name = "shape-artifact-forked-from-empty-object"
+    clause = "API-1.e"
+    summary = "artifacts/read answers forked_from {} (not null) for an artifact never forked"
+
+    def fix(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "forked_from": {}} if body.get("forked_from") is None else body
+
+
+@mutant
+class MadeUpHolderNotStored(Mutant):
+    """The made-up holder is answered by the open but stored as null: artifacts/read and
+    the versions then show no holder."""
+
+    name = "made-up-holder-stored-as-null"
+    clause = "FENCE-2.f"
+    summary = "an open without holder answers a made-up one but artifacts/read shows null"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        body = obj(resp)
+        if request.endpoint == "artifacts/open" and resp.ok and "holder" not in obj(request):
+            with self.lock:
+                self.state.setdefault("made_up", set()).add(body.get("holder"))
+        elif request.endpoint == "artifacts/read" and resp.ok:
+            with self.lock:
+                if body.get("holder") in self.state.get("made_up", set()):
+                    return resp.with_json({**body, "holder": None})
+        return resp
+
+
+@mutant
+class MessageIsTheCode(Mutant):
+    """Every error's ``message`` repeats its code instead of a human sentence."""
+
+    name = "error-message-is-the-code"
+    clause = "API-1.a"
+    summary = "error replies carry message equal to the code (e.g. 'not_found')"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        code = error_code(resp) if request.kind == "api" else None
+        if code is None:
+            return resp
+        return resp.with_json({"error": {"code": code, "message": code}})
+
+
+@mutant
+class ErrorsAsPlainText(Mutant):
+    """Error bodies are sent as ``text/plain`` (the JSON text is the same)."""
+
+    name = "error-content-type-text-plain"
+    clause = "API-1.a"
+    summary = "API errors keep their JSON body but say Content-Type text/plain"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        if request.kind != "api" or error_code(resp) is None:
+            return resp
+        return with_headers(resp, Content_Type="text/plain; charset=utf-8")
