@@ -281,6 +281,11 @@ CLAUSES: dict[str, str] = {
         "artifacts/read answers artifact, epoch and holder of the newest open, latest (null "
         "when none), versions (the count), forked_from (null unless forked) and created_at."
     ),
+    "API-1.f": (
+        "Malformed names or bodies (an artifact that is not project/name of letters, digits, "
+        "., _, -; a body that is not a JSON object; a missing or mistyped field) get 400 "
+        "invalid_argument."
+    ),
 }
 
 

@@ -263,3 +263,51 @@ class ErrorsAsPlainText(Mutant):
         if request.kind != "api" or error_code(resp) is None:
             return resp
         return with_headers(resp, Content_Type="text/plain; charset=utf-8")
+
+
+@mutant
+class SpaceInNameAccepted(Mutant):
+    """Artifact names with a space are taken as if the space were a ``_``."""
+
+    name = "bad-input-space-in-artifact-name-accepted"
+    clause = "API-1.f"
+    summary = "an artifact name containing a space is accepted (read as '_')"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        art = request.arg("artifact")
+        if art and " " in art:
+            request = request.with_query(artifact=art.replace(" ", "_"))
+        body = obj(request)
+        if isinstance(body.get("artifact"), str) and " " in body["artifact"]:
+            request = request.with_json({**body, "artifact": body["artifact"].replace(" ", "_")})
+        return upstream.send(request)
+
+
+@mutant
+class MistypedSizeCrashes(Mutant):
+    """A write whose file size is not an integer crashes the server (500)."""
+
+    name = "bad-input-string-size-gives-500"
+    clause = "API-1.f"
+    summary = "versions/write with a file size given as a string answers 500"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        files = obj(request).get("files") if request.endpoint == "versions/write" else None
+        if isinstance(files, list) and any(
+                isinstance(f, dict) and isinstance(f.get("size"), str) for f in files):
+            return Response.error(500, "internal", "Internal server error.")
+        return upstream.send(request)
+
+
+@mutant
+class NonObjectOpenCrashes(Mutant):
+    """An open whose body is JSON but not an object crashes the server (500)."""
+
+    name = "bad-input-open-array-body-gives-500"
+    clause = "API-1.f"
+    summary = "artifacts/open with a JSON array body answers 500"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        if request.endpoint == "artifacts/open" and isinstance(request.json(), list):
+            return Response.error(500, "internal", "Internal server error.")
+        return upstream.send(request)
