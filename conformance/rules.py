@@ -286,6 +286,10 @@ CLAUSES: dict[str, str] = {
         "., _, -; a body that is not a JSON object; a missing or mistyped field) get 400 "
         "invalid_argument."
     ),
+    "API-1.g": (
+        "An open answers artifact, epoch, token, holder, fenced, resume_from, write_location "
+        "{cloud, region, route} and warnings, a list of strings."
+    ),
 }
 
 

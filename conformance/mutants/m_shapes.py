@@ -311,3 +311,19 @@ class NonObjectOpenCrashes(Mutant):
         if request.endpoint == "artifacts/open" and isinstance(request.json(), list):
             return Response.error(500, "internal", "Internal server error.")
         return upstream.send(request)
+
+
+@mutant
+class WarningsJoined(Mutant):
+    """An open's warnings come as one string (joined by '; ') when there are any."""
+
+    name = "shape-open-warnings-one-string"
+    clause = "API-1.g"
+    summary = "artifacts/open answers warnings as one joined string instead of a list"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        body = obj(resp)
+        if request.endpoint != "artifacts/open" or not resp.ok or not body.get("warnings"):
+            return resp
+        return resp.with_json({**body, "warnings": "; ".join(map(str, body["warnings"]))})
