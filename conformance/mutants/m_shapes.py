@@ -327,3 +327,19 @@ class WarningsJoined(Mutant):
         if request.endpoint != "artifacts/open" or not resp.ok or not body.get("warnings"):
             return resp
         return resp.with_json({**body, "warnings": "; ".join(map(str, body["warnings"]))})
+
+
+@mutant
+class OpenWithoutArtifact(Mutant):
+    """A successful open does not echo ``artifact``."""
+
+    name = "shape-open-artifact-missing"
+    clause = "API-1.g"
+    summary = "artifacts/open answers without the artifact field"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        body = obj(resp)
+        if request.endpoint != "artifacts/open" or not resp.ok or "artifact" not in body:
+            return resp
+        return resp.with_json({k: v for k, v in body.items() if k != "artifact"})
