@@ -55,6 +55,7 @@ RULES: dict[str, str] = {
     "PLACE-4": "A version's location never changes; nothing is copied between locations.",
     "XC-1": "cross_cloud is true exactly when reader and location clouds differ; route follows.",
     "USAGE-1": "Usage counts bytes written and served per route, priced by the table.",
+    "API-1": "Replies and errors have the shapes the HTTP API section gives.",
 }
 
 #: One testable MUST each, as docs/contract.md states them; ids are ``RULE.letter``.
@@ -153,6 +154,10 @@ CLAUSES: dict[str, str] = {
         "An unknown token, or a token of another artifact, gets 400 invalid_argument on "
         "write and commit."
     ),
+    "FENCE-2.f": (
+        "An open without holder gets a made-up holder, which the open returns and "
+        "artifacts/read, the versions it writes and the next open's fenced then name."
+    ),
     "FENCE-3.a": (
         "A newer open is atomic with its read: an older-epoch upload, even with all its "
         "files uploaded before the open, never becomes visible after it."
@@ -201,6 +206,11 @@ CLAUSES: dict[str, str] = {
         "highest step."
     ),
     "READ-1.b": "An unknown artifact or version gets 404 not_found.",
+    "READ-1.c": (
+        "versions/list gives every committed version in step order, each a Version without "
+        "files (artifact, version, step, location, size, created_at, epoch, holder, route, "
+        "cross_cloud)."
+    ),
     "READ-2.a": (
         "urls=1 gives each file a URL that a plain GET with no header downloads; the "
         "bytes match size and sha256 (the page's verbatim call works as written)."
@@ -249,6 +259,36 @@ CLAUSES: dict[str, str] = {
     "USAGE-1.e": (
         "placements lists where checkpoints were written away from the box's region "
         "(default and fallback), with versions and bytes."
+    ),
+    "API-1.a": (
+        "Every error is JSON {\"error\": {\"code\", \"message\"}} with the table's status "
+        "and code, the message a human sentence."
+    ),
+    "API-1.b": (
+        "A Version carries artifact, version, step (the number of its name), location "
+        "{cloud, region}, size (the sum of its files), created_at (a timestamp), epoch and "
+        "holder of the open that wrote it, files {name, size, sha256}, route and cross_cloud."
+    ),
+    "API-1.c": (
+        "A Version with URLs gives every file a url and carries urls_expire_at, a timestamp; "
+        "with urls=0 no file has a url."
+    ),
+    "API-1.d": (
+        "A write answers upload, the open's write location and route, one {name, url} per "
+        "declared file, and expires_at, a timestamp."
+    ),
+    "API-1.e": (
+        "artifacts/read answers artifact, epoch and holder of the newest open, latest (null "
+        "when none), versions (the count), forked_from (null unless forked) and created_at."
+    ),
+    "API-1.f": (
+        "Malformed names or bodies (an artifact that is not project/name of letters, digits, "
+        "., _, -; a body that is not a JSON object; a missing or mistyped field) get 400 "
+        "invalid_argument."
+    ),
+    "API-1.g": (
+        "An open answers artifact, epoch, token, holder, fenced, resume_from, write_location "
+        "{cloud, region, route} and warnings, a list of strings."
     ),
 }
 
