@@ -241,21 +241,6 @@ class DataHeaders(JsonVariant):
 
 
 @legal
-class OptionalDropped(JsonVariant):
-    name = "optional-dropped"
-    clause = "-"
-    summary = "the optional urls_expire_at is left out of every Version"
-
-    def change(self, request, resp, body):  # noqa: ANN001, ANN201
-        def drop(key: str | None, node: Any) -> Any:
-            if isinstance(node, dict) and "urls_expire_at" in node:
-                return {k: v for k, v in node.items() if k != "urls_expire_at"}
-            return node
-
-        return walk(body, drop)
-
-
-@legal
 class PricesOtherShape(JsonVariant):
     name = "prices-other-shape"
     clause = "-"
