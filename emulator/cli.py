@@ -19,7 +19,7 @@ class _Commands(click.Group):
     """Commands whose modules load only when they run: `serve` starts faster without the
     replay harness's imports."""
 
-    lazy = {"replay": ("emulator.replay.command", "replay")}
+    lazy = {"replay": ("replay.command", "replay")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])

@@ -44,12 +44,23 @@ def pyproject(path: Path) -> dict:
     return tomllib.loads(path.read_text())
 
 
-def test_importing_the_client_loads_no_server_or_test_stack():
-    watched = sorted(SERVER_AND_TEST_STACK | {"emulator", "conformance", "replay"})
-    code = f"import o41, sys; print(sorted(m for m in {watched!r} if m in sys.modules))"
+def loaded(module: str, watched: set[str]) -> list[str]:
+    """Which of `watched` a fresh interpreter has loaded after importing `module`."""
+    code = (f"import {module}, sys; "
+            f"print(sorted(m for m in {sorted(watched)!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True, timeout=60)
-    assert out.stdout.strip() == "[]"
+    return ast.literal_eval(out.stdout.strip())
+
+
+def test_importing_the_client_loads_no_server_or_test_stack():
+    assert loaded("o41", SERVER_AND_TEST_STACK | {"emulator", "conformance", "replay"}) == []
+
+
+def test_replay_harness_and_cli_load_no_flask_app():
+    """The harness starts the emulator as a program; the CLI loads the app only to serve."""
+    for module in ("replay.command", "emulator.cli", "emulator.served"):
+        assert loaded(module, SERVER_AND_TEST_STACK | {"emulator.app"}) == [], module
 
 
 def test_client_distribution_ships_the_one_o41_package_with_only_what_it_imports():
