@@ -14,6 +14,7 @@ from flask import Flask, Response, g, request
 from .backend import Backend
 from .config import Settings
 from .errors import Unavailable
+from .upkeep import prepare_storage
 from .web import admin, api, dashboard, dataplane, errors, openapi
 
 log = logging.getLogger("o41.emulator")
@@ -46,7 +47,7 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
     settings = _settings(config)
     backend = Backend(settings)
     if prepare:
-        backend.prepare_storage()
+        prepare_storage(backend)
     app = Flask(__name__)
     app.extensions["o41"] = backend
     app.json.sort_keys = False

@@ -9,31 +9,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from datetime import UTC, datetime
 
 from . import db, keys
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
 from .locations import Geography, Location
-from .names import Place
 from .signing import UrlSigner
 from .storage import Storage, make_storage
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def place_text(place: Place | None) -> str | None:
-    return str(place) if place is not None else None
-
-
-def place_from_text(text: str | None) -> Place | None:
-    if not text:
-        return None
-    cloud, _, region = text.partition("/")
-    return Place(cloud, region)
 
 
 class Backend:
@@ -67,17 +50,6 @@ class Backend:
         if conn is not None:
             conn.close()
             self._local.conn = None
-
-    def prepare_storage(self) -> None:
-        """Create the buckets and reclaim partial uploads; run once per server start."""
-        for loc in self.geography.locations.values():
-            self.storage.ensure_bucket(loc.bucket)
-        clear = getattr(self.storage, "clear_partials", None)
-        if clear is not None:
-            clear()
-        from .versions import reclaim_expired_uploads
-
-        reclaim_expired_uploads(self)
 
     @staticmethod
     def now() -> float:

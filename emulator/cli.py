@@ -125,6 +125,7 @@ def serve(
     """Serve the Artifacts API and its signed-URL data plane."""
     from .backend import Backend
     from .server import EmulatorServer, bind
+    from .upkeep import prepare_storage
 
     temporary = data_dir is None
     root = Path(tempfile.mkdtemp(prefix="o41-emulator-")) if temporary else data_dir
@@ -148,7 +149,7 @@ def serve(
             settings = replace(settings, faults=settings.faults | frozenset(faults))
         try:
             prepared = Backend(settings)
-            prepared.prepare_storage()
+            prepare_storage(prepared)
             prepared.close()
         except Exception as exc:  # a bad endpoint or data dir should say so, not trace back
             raise click.ClickException(f"cannot prepare storage: {exc}") from None

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .backend import Backend, place_from_text
+from .backend import Backend
 from .keys import ANYONE
 from .locations import ROUTES
+from .stored import place_from_text
 from .usage import read_usage
 
 

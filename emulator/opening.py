@@ -11,10 +11,11 @@ import secrets
 import socket
 
 from . import db
-from .backend import Backend, iso, place_text
+from .backend import Backend
 from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
 from .keys import Principal
 from .names import Place, artifact_name, fork_uri
+from .stored import iso, place_text
 from .versions import latest_step
 from .views import version_json
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 
 from . import db, names
-from .backend import Backend, place_from_text
+from .backend import Backend
 from .keys import Principal
 from .locations import ROUTES, route
 from .prices import GB
+from .stored import place_from_text
 
 
 def record(

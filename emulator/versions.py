@@ -11,7 +11,7 @@ import secrets
 import sqlite3
 
 from . import db, names
-from .backend import Backend, iso, place_from_text
+from .backend import Backend
 from .errors import (
     Fenced,
     Incomplete,
@@ -23,6 +23,7 @@ from .errors import (
 )
 from .keys import Principal
 from .names import Place
+from .stored import iso, place_from_text
 from .views import object_key, version_json
 
 

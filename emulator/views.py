@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from .backend import Backend, iso, place_text
+from .backend import Backend
 from .locations import route
 from .names import Place
+from .stored import iso, place_text
 
 
 def object_key(artifact: str, upload_id: str, file_name: str) -> str:
