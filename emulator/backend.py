@@ -14,6 +14,7 @@ from . import db, keys
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
+from .faults import ActiveFaults, Fault
 from .locations import Geography, Location
 from .signing import UrlSigner
 from .storage import Storage, make_storage
@@ -24,7 +25,7 @@ class Backend:
 
     def __init__(self, settings: Settings, storage: Storage | None = None) -> None:
         self.settings = settings
-        self.faults = settings.faults
+        self.faults = ActiveFaults(settings.faults)
         self.geography: Geography = settings.geography()
         db.initialise(settings.db_path)
         self.storage = storage or make_storage(settings)
@@ -34,7 +35,7 @@ class Backend:
         with db.transaction(self.conn()):
             for spec in settings.keys:
                 keys.store(self.conn(), spec.key, spec.scopes)
-        self.signer = UrlSigner(db.secret(self.conn()), "url-never-expires" in self.faults)
+        self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults)
         self.chaos = Chaos()
 
     def conn(self) -> sqlite3.Connection:
@@ -59,7 +60,7 @@ class Backend:
         return self.geography.get(location_id)
 
     def authenticate(self, header: str | None) -> keys.Principal:
-        if "no-key-check" in self.faults:
+        if Fault.NO_KEY_CHECK in self.faults:
             try:
                 return keys.authenticate(self.conn(), header)
             except Exception:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from .backend import Backend
+from .faults import Fault
 from .locations import route
 from .names import Place
 from .stored import iso, place_text
@@ -20,7 +21,7 @@ def route_fields(backend: Backend, location: Place, reader: Place | None) -> dic
     if reader is None:
         return {"route": None, "cross_cloud": None}
     cross = reader.cloud != location.cloud
-    if "wrong-cross-cloud" in backend.faults:
+    if Fault.WRONG_CROSS_CLOUD in backend.faults:
         cross = not cross
     return {"route": route(location, reader), "cross_cloud": cross}
 
