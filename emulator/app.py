@@ -15,7 +15,7 @@ from .backend import Backend
 from .config import Settings
 from .errors import Unavailable
 from .upkeep import prepare_storage
-from .web import admin, api, dashboard, dataplane, errors, openapi
+from .web import admin, api, api_document, dashboard, dataplane, error_bodies
 
 log = logging.getLogger("o41.emulator")
 
@@ -55,8 +55,8 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
     app.register_blueprint(dataplane.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(dashboard.bp)
-    app.register_blueprint(openapi.bp)
-    errors.register(app)
+    app.register_blueprint(api_document.bp)
+    error_bodies.register(app)
 
     @app.before_request
     def _chaos_then_authenticate() -> None:

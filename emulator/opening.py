@@ -15,10 +15,10 @@ from .backend import Backend
 from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
 from .faults import Fault
 from .keys import Principal
-from .names import Place, artifact_name, fork_uri
+from .names import Place, artifact_name, fork_uri, version_name
+from .replies import version_json
 from .stored import iso, place_text
 from .versions import latest_step
-from .views import version_json
 
 
 def default_holder() -> str:
@@ -135,7 +135,7 @@ def read_artifact(backend: Backend, who: Principal, artifact: object) -> dict:
         "artifact": name,
         "epoch": row["epoch"],
         "holder": row["holder"],
-        "latest": f"step-{step:08d}" if step is not None else None,
+        "latest": version_name(step) if step is not None else None,
         "versions": row["versions"],
         "forked_from": forked,
         "created_at": row["created_at"],

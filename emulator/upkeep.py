@@ -41,7 +41,10 @@ def state(backend: Backend) -> dict:
     """Every artifact with its versions, the open uploads, the locations and the faults."""
     conn = backend.conn()
     artifacts = []
-    for row in conn.execute("SELECT * FROM artifacts ORDER BY name"):
+    for row in conn.execute(
+        "SELECT name, epoch, holder, versions, forked_from_artifact, forked_from_version, "
+        "created_at FROM artifacts ORDER BY name"
+    ):
         versions = conn.execute(
             "SELECT version, location, size, epoch, holder, placement FROM versions "
             "WHERE artifact = ? ORDER BY step",

@@ -79,9 +79,8 @@ def bar_chart(routes: list[dashboard_data.RouteUse]) -> tuple[list[Bar], int]:
 @bp.before_request
 def _require_admin() -> None:
     if not is_admin_key(presented_admin_key()):
-        exc = Unauthenticated("the dashboard needs the admin key (as the Basic auth password)")
-        exc.headers = {"WWW-Authenticate": 'Basic realm="o41 emulator"'}  # type: ignore[attr-defined]
-        raise exc
+        raise Unauthenticated("the dashboard needs the admin key (as the Basic auth password)",
+                              {"WWW-Authenticate": 'Basic realm="o41 emulator"'})
 
 
 def _common() -> dict:

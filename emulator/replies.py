@@ -1,4 +1,5 @@
-"""The contract's Version object, built from database rows, with signed URLs on request."""
+"""The contract's reply objects built from database rows: the Version object (with route
+fields, and signed URLs on request), and where a version's files live in their bucket."""
 
 from __future__ import annotations
 
