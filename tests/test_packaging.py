@@ -72,7 +72,13 @@ def test_client_distribution_ships_the_one_o41_package_with_only_what_it_imports
     deps = declared(client["project"]["dependencies"])
     assert third_party_imports(ROOT / "o41") <= deps
     assert not deps & SERVER_AND_TEST_STACK
-    assert client["project"]["scripts"]["o41"] == root["project"]["scripts"]["o41"]
+    # Every command and plugin of the root project that lives in o41 comes with the client.
+    for group, points in [("scripts", root["project"]["scripts"]),
+                          *root["project"].get("entry-points", {}).items()]:
+        for name, target in points.items():
+            if target.startswith("o41."):
+                where = client["project"].get(group) or client["project"]["entry-points"][group]
+                assert where[name] == target, (group, name)
     assert client["project"]["requires-python"] == root["project"]["requires-python"]
 
 
