@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import replace
-from pathlib import Path
 
 from flask import Flask, Response, g, request
 
 from .backend import Backend
-from .config import Settings
+from .config import Settings, settings_from
 from .errors import Unavailable
 from .upkeep import prepare_storage
 from .web import admin, api, api_document, dashboard, dataplane, error_bodies
 
 log = logging.getLogger("o41.emulator")
-
-
-def _settings(config: Settings | Mapping | None) -> Settings:
-    if isinstance(config, Settings):
-        return config
-    values = dict(config or {})
-    data_dir = values.pop("data_dir", None) or tempfile.mkdtemp(prefix="o41-emulator-")
-    return replace(Settings(data_dir=Path(data_dir)), **values)
 
 
 def _apply_chaos(backend: Backend, operation: str) -> None:
@@ -40,11 +29,12 @@ def _apply_chaos(backend: Backend, operation: str) -> None:
 
 
 def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True) -> Flask:
-    """Build an emulator app on `config` (Settings, or a mapping of Settings fields).
+    """Build an emulator app on `config` (Settings, or a mapping of Settings fields; an
+    unknown name or a mistyped value is a ValueError).
 
     `prepare=False` skips bucket creation when a server's master process has done it already.
     """
-    settings = _settings(config)
+    settings = config if isinstance(config, Settings) else settings_from(config or {})
     backend = Backend(settings)
     if prepare:
         prepare_storage(backend)
