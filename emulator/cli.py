@@ -38,6 +38,7 @@ def setting_options(command: click.Command) -> click.Command:
     for row in reversed([r for r in SETTINGS.values() if r.cli]):
         kind: click.ParamType = (click.Choice(row.choices) if row.choices
                                  else click.IntRange(row.minimum) if row.type is int
+                                 else click.FloatRange(row.minimum) if row.type is float
                                  else click.STRING)
         default = f" (default {row.default})" if row.default is not None else ""
         command = click.option(f"--{row.name.replace('_', '-')}", row.name, type=kind,

@@ -110,8 +110,8 @@ class SettingRow:
 
     @property
     def plain(self) -> bool:
-        """A str, int or bool (perhaps None), given as it is; else a structure parsed here."""
-        return all(t in (str, int, bool, NoneType) for t in self.kinds)
+        """A str, int, float or bool (perhaps None), given as it is; else a structure."""
+        return all(t in (str, int, float, bool, NoneType) for t in self.kinds)
 
 
 def _rows() -> dict[str, SettingRow]:
@@ -131,6 +131,8 @@ def check_value(row: SettingRow, value: Any) -> Any:
     allowed = tuple(t for t in row.kinds if t is not NoneType)
     if value is None and NoneType in row.kinds:
         return None
+    if float in allowed and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)  # TOML's 30 for a float setting
     if isinstance(value, bool) and bool not in allowed or not isinstance(value, allowed):
         kinds = " or ".join(t.__name__ for t in allowed)
         raise ValueError(f"setting {row.name!r} must be {kinds}, not {value!r}")
