@@ -38,7 +38,7 @@ class KeySpec:
 
 
 def _setting(default: Any = MISSING, help: str = "", *, cli: bool = False,
-             toml: bool = True, choices: tuple[str, ...] = (), minimum: int | None = None,
+             toml: bool = True, choices: tuple[str, ...] = (), minimum: float | None = None,
              factory: Any = MISSING) -> Any:
     """One row of the settings table: a `Settings` field with its help and where it may be
     given (a TOML key unless `toml=False`, also a `serve` option and variable when `cli`)."""
@@ -101,7 +101,7 @@ class SettingRow:
     cli: bool
     toml: bool
     choices: tuple[str, ...]
-    minimum: int | None
+    minimum: float | None
 
     @property
     def kinds(self) -> tuple[Any, ...]:
