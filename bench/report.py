@@ -55,12 +55,12 @@ def limit_row(figure: str, ours: float, unit: str, op: str, target: float,
                OPS[op](ours, target))
 
 
-def missing_row(figure: str, goal: str, why: str) -> Row:
-    return Row(figure, "missing", "-", None, goal, None, why)
+def missing_row(figure: str, goal: str, why: str, shown: str = "missing") -> Row:
+    return Row(figure, shown, "-", None, goal, None, why)
 
 
 def _cells(r: Row) -> list[str]:
-    held = {True: "yes", False: "NO", None: "n/a"}[r.holds]
+    held = {True: "yes", False: "NO", None: "not judged"}[r.holds]
     ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
     return [r.figure, r.emulator, r.against, ratio, r.goal, held]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import secrets
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -220,3 +221,144 @@ def expect_outcome(
         return expect_ok(reply, ok_rule, what)
     expect_error(reply, expected[0], expected[1], expected[2], what)
     return None
+
+
+# --- "changes nothing" and "never shows": the checks behind every refusal ----------------
+
+
+def edge_name(prefix: str, slug: str, salt: str) -> str:
+    """An artifact name using every character class the contract allows in a name part
+    (upper and lower case, digits, ``.``, ``_``, ``-``): implementations that mishandle one
+    spelling fail on these while plain names pass."""
+    return f"{prefix}/{slug}.V2_{salt}-x"
+
+
+def open_raw(
+    api: Client,
+    artifact: str,
+    resume: str | None = "latest",
+    place: dict[str, Any] | None = None,
+    holder: str | None = None,
+) -> Reply:
+    """An open whose place is sent exactly as given (e.g. ``{"cloud": "GCP", ...}``)."""
+    body: dict[str, Any] = {"artifact": artifact, "resume": resume, "place": place}
+    if holder is not None:
+        body["holder"] = holder
+    return api.call("POST", "/artifacts/open", body=body)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a refused request must leave as it was: epoch, holder, latest, listed versions."""
+
+    exists: bool
+    epoch: Any = None
+    holder: Any = None
+    latest: Any = None
+    count: Any = None
+    versions: tuple[str, ...] = ()
+    forked_from: Any = None
+
+
+def snapshot(api: Client, artifact: str) -> Snapshot:
+    reply = api.artifact(artifact)
+    if reply.status == 404:
+        return Snapshot(False)
+    body = expect_ok(reply, "READ-1.a", f"artifacts/read {artifact}")
+    listed = expect_ok(api.list(artifact), "READ-1.a", f"list {artifact}")["versions"]
+    return Snapshot(
+        True,
+        body.get("epoch"),
+        body.get("holder"),
+        body.get("latest"),
+        body.get("versions"),
+        tuple(v.get("version") for v in listed),
+        body.get("forked_from"),
+    )
+
+
+def expect_unchanged(api: Client, artifact: str, before: Snapshot, clause: str, what: str) -> None:
+    """The artifact looks exactly as in ``before`` (a refused open or write changed nothing)."""
+    after = snapshot(api, artifact)
+    if after != before:
+        raise RuleViolation(clause, f"{what} changed {artifact}: before {before}, after {after}")
+
+
+def expect_writer_alive(
+    api: Client, box: Box, version: str, clause: str, what: str, size: int = 16
+) -> dict[str, Any]:
+    """The box still writes and commits (nobody fenced it): its checkpoint shows as latest."""
+    files = make_files({"alive.bin": size}, len(version))
+    body = expect_ok(
+        checkpoint(api, box.artifact, box.token, version, files),
+        clause,
+        f"{what}: checkpoint {version} by {box.holder}",
+    )
+    latest = expect_ok(api.artifact(box.artifact), "READ-1.a", "artifacts/read")["latest"]
+    check(latest == version, clause, f"{what}: latest is {latest!r}, not {version}")
+    return body
+
+
+def expect_invisible(api: Client, artifact: str, version: str, clause: str, what: str) -> None:
+    """A version that must never show: read 404, not listed, not latest, not counted."""
+    expect_error(api.read(artifact, version), 404, "not_found", clause, f"{what}: read {version}")
+    reply = api.artifact(artifact)
+    if reply.status == 404:
+        return
+    state = expect_ok(reply, clause, f"{what}: artifacts/read")
+    listed = [v.get("version") for v in expect_ok(api.list(artifact), clause, "list")["versions"]]
+    check(version not in listed, clause, f"{what}: {version} listed in {listed}")
+    check(state.get("latest") != version, clause, f"{what}: {version} is latest")
+    check(
+        state.get("versions") == len(listed),
+        clause,
+        f"{what}: artifacts/read counts {state.get('versions')} versions, list shows {listed}",
+    )
+    latest = api.read(artifact, "latest")
+    if latest.ok:
+        check(latest.body.get("version") != version, clause, f"{what}: latest read {version}")
+
+
+# --- names under a prefix-scoped key ---------------------------------------------------------
+
+_ARTIFACT_NAME = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
+
+
+def scoped_prefixes(env: Any) -> tuple[str, str | None]:
+    """The scoped key's write prefix and read-only prefix (None: it has none). The Env of a
+    ``--scoped-key KEY=PREFIX`` run says; else the spawn configuration's two prefixes."""
+    scoped = getattr(env, "scoped", None)
+    if scoped is not None:
+        return scoped.write_prefix, getattr(scoped, "read_prefix", None)
+    return f"{env.prefix}/w-", f"{env.prefix}/r-"
+
+
+def scoped_name(env: Any, slug: str, access: str = "write") -> str:
+    """A fresh artifact name under the scoped key's write or read-only prefix; the test
+    skips, naming the option, when the run has no such prefix."""
+    import pytest
+
+    write, read = scoped_prefixes(env)
+    prefix = write if access == "write" else read
+    if prefix is None:
+        pytest.skip("optional capability: no read-only prefix (pass --scoped-read-prefix)")
+    return f"{prefix}{slug}-{secrets.token_hex(3)}"
+
+
+def names_just_outside(env: Any, salt: str) -> list[str]:
+    """Valid artifact names one character away from the scoped key's write prefix (another
+    case, a character before it, the prefix cut short): all outside every prefix it has."""
+    write, read = scoped_prefixes(env)
+    candidates = [
+        write.swapcase() + salt,
+        "x" + write + salt,
+        write[:-1] + "x" + salt,
+        write[:-1] + salt,
+        write.rstrip("-_.") or write,
+    ]
+    inside = tuple(p for p in (write, read) if p)
+    return [
+        n
+        for n in dict.fromkeys(candidates)
+        if _ARTIFACT_NAME.fullmatch(n) and not n.startswith(inside)
+    ]

@@ -9,6 +9,7 @@ which becomes the "steps" of a failure in the report. No connection is kept betw
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -22,7 +23,15 @@ import requests
 
 from conformance.model import Place
 
-__all__ = ["Client", "Reply", "Trail", "normalize_base", "parse_time"]
+__all__ = [
+    "SENT",
+    "Client",
+    "Reply",
+    "TargetUnreachable",
+    "Trail",
+    "normalize_base",
+    "parse_time",
+]
 
 _UNSET: Any = object()
 
@@ -40,6 +49,40 @@ def parse_time(value: Any) -> float | None:
     if isinstance(value, int | float):
         return float(value)
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+class TargetUnreachable(ConnectionError):
+    """The target did not answer at all (refused, reset, never connected): a transport failure,
+    not a response, so the report never charges it to a contract rule."""
+
+    def __init__(self, method: str, url: str, cause: BaseException) -> None:
+        self.url = url
+        super().__init__(f"{method} {url} got no answer: {type(cause).__name__}: {cause}")
+
+
+class _Sent:
+    """How many requests the suite has sent (thread-safe): per test, the report's
+    fingerprint of what was exercised, equal across runs when the examples are."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.count += 1
+
+
+SENT = _Sent()
+
+
+def _send(method: str, url: str, **kwargs: Any) -> requests.Response:
+    SENT.add()
+    try:
+        return requests.request(method, url, **kwargs)
+    except requests.ConnectionError as exc:  # refused, reset, connect timeout; a read
+        # timeout stays a failure of the test: the target took the request and hung on it
+        raise TargetUnreachable(method, url, exc) from exc
 
 
 class Trail:
@@ -149,7 +192,7 @@ class Client:
         kwargs: dict[str, Any] = {"params": params, "headers": hdrs, "timeout": self.timeout}
         if body is not _UNSET:
             kwargs["json"] = body
-        resp = requests.request(method, self.base + path, **kwargs)
+        resp = _send(method, self.base + path, **kwargs)
         try:
             parsed: Any = resp.json()
         except ValueError:
@@ -238,7 +281,7 @@ class Client:
         if byte_range is not None:
             headers["Range"] = f"bytes={byte_range[0]}-{byte_range[1]}"
         full = self.absolute(url)
-        resp = requests.request(method, full, headers=headers, data=data, timeout=self.timeout)
+        resp = _send(method, full, headers=headers, data=data, timeout=self.timeout)
         split = urlsplit(full)
         shown = split.path + (f" {headers['Range']}" if headers else "")
         if data is not None:

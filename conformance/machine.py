@@ -27,6 +27,7 @@ from hypothesis.stateful import (
 from conformance.actions import download, expect_error, expect_ok, file_specs
 from conformance.client import Reply, Trail
 from conformance.env import Env
+from conformance.machine_moves import IncidentMoves
 from conformance.machine_parts import (
     FILES,
     RULE_OF_KIND,
@@ -54,7 +55,7 @@ __all__ = ["ArtifactsMachine"]
 ALIASES = ("a", "b", "c")
 
 
-class ArtifactsMachine(RuleBasedStateMachine):
+class ArtifactsMachine(IncidentMoves, RuleBasedStateMachine):
     boxes = Bundle("boxes")
     uploads = Bundle("uploads")
 
@@ -96,9 +97,11 @@ class ArtifactsMachine(RuleBasedStateMachine):
 
     # --- opening -------------------------------------------------------------------
 
-    def _open(self, alias: str, resume: str | None, place: Place) -> MBox | None:
+    def _open(
+        self, alias: str, resume: str | None, place: Place, holder: str | None = None
+    ) -> MBox | None:
         name = self.names[alias]
-        label = f"box-{next(self.labels)}"
+        label = holder or f"box-{next(self.labels)}"
         outcome = self.model.predict_open(name, resume, place)
         reply = self.api.open(name, resume, place, label)
         source = parse_fork(resume) if resume not in (None, "latest") else None
@@ -204,6 +207,7 @@ class ArtifactsMachine(RuleBasedStateMachine):
         what = f"commit of {pending.version} (by {box.label}, token of {token_box.label})"
         if expected is not None:
             expect_error(reply, *expected, what)
+            self._expect_absent(box.artifact, pending.version, expected[2])
             return
         body = expect_ok(reply, "VER-4", what)
         placement = self.env.topology.placement(box.place)

@@ -1,87 +1,77 @@
-"""pytest plugin of the conformance suite (entry point ``pytest11: o41_conformance``).
+"""pytest plugin of the conformance suite: options, markers, target, results by rule.
 
-It is loaded by every pytest run in an environment where the project is installed, so it
-must stay inert without ``--target``: it adds its options and markers, skips conformance
-tests (those with a ``rule`` marker) with a reason, and touches nothing else.
-With ``--target`` it builds the :class:`~conformance.env.Env`, gates optional capabilities,
-records results by rule id, prints the table and writes ``--conformance-report``.
+Registered only when the suite is being run (see :mod:`conformance.activate`), so another
+project's pytest run never sees its options. With ``--target`` it starts and probes the
+target once (an unreachable or foreign target stops the run with one line and exit code 3,
+before any test), gates optional capabilities, records results by rule, clause and
+capability, prints the tables and writes the JSON and HTML reports.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import secrets
-from collections.abc import Iterator
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.client import Client, Trail, normalize_base
-from conformance.env import FEATURES, Env
-from conformance.model import DEFAULT_PLACES, Topology
-from conformance.report import Collector
-from conformance.rules import RULES, unknown_rules
-from conformance.spawn import SpawnedEmulator, emulator_config
+from conformance.client import SENT
+from conformance.env import FEATURES
+from conformance.html_report import render_html
+from conformance.model import DEFAULT_PLACES
+from conformance.profile import PROFILES, choose_seed
+from conformance.report import Collector, rule_of, unreachable
+from conformance.rules import RULES
+from conformance.session import COLLECTOR, ENV, NAMES, SEED, TRAIL, open_target, run_names
+from conformance.target import TargetError, probe
 
-COLLECTOR = pytest.StashKey[Collector]()
-ENV = pytest.StashKey[Env]()
-TRAIL = pytest.StashKey[Trail]()
-PREFIX = pytest.StashKey[str]()
+pytest_plugins = ["conformance.fixtures"]
 
-SPAWN_READ_KEY = "ak_conformance_reader"
-SPAWN_SCOPED_KEY = "ak_conformance_scoped"
-
-PROFILE_NAMES = ("ci", "thorough")
-
-
-def profile_settings(name: str) -> Any:
-    """Hypothesis settings of a ``--conformance-profile``, for the state machine only (never
-    loaded globally: the project's own tests keep their profile). Imported lazily so this
-    plugin, loaded by every pytest run, does not pay for importing hypothesis."""
-    from hypothesis import HealthCheck, Phase, settings
-
-    common: dict[str, Any] = {
-        "deadline": None,
-        "report_multiple_bugs": False,
-        "suppress_health_check": list(HealthCheck),
-    }
-    if name == "thorough":
-        return settings(max_examples=150, stateful_step_count=50, **common)
-    return settings(
-        max_examples=15,
-        stateful_step_count=20,
-        database=None,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-        **common,
-    )
-
-
-#: Seconds hypothesis may spend shrinking a failure, per profile (each replay is HTTP).
-SHRINK_SECONDS = {"ci": 20.0, "thorough": 180.0}
+#: Exit codes: the target could not be judged (3), or the options are wrong (4, pytest's).
+EXIT_TARGET = pytest.ExitCode.INTERNAL_ERROR
+EXIT_USAGE = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("o41-conformance", "o41 Artifacts conformance suite")
     g.addoption("--target", help="API base URL of the implementation, or 'spawn'")
     g.addoption("--api-key", help="write key (default: $O41_ARTIFACTS_API_KEY)")
-    g.addoption("--read-key", help="a read-only key; tests needing one skip without it")
+    g.addoption("--read-key", help="a key with read only; tests needing one skip without it")
+    g.addoption(
+        "--scoped-key",
+        metavar="KEY=PREFIX",
+        help="a key with write only under PREFIX (where the suite may create artifacts) "
+        "and no access to the run's --prefix; enables the key-scope tests",
+    )
+    g.addoption(
+        "--scoped-read-prefix",
+        metavar="PREFIX",
+        help="a prefix where the --scoped-key key has read only (its artifacts are "
+        "made with the write key)",
+    )
     g.addoption(
         "--places",
         default=DEFAULT_PLACES,
         help="the target's locations, cloud/region comma-separated; "
         "the first of each cloud is its default",
     )
-    g.addoption("--fallback", help="the target's fallback location (default: first place)")
-    g.addoption("--prefix", help="artifact project of this run (default: fresh random)")
+    g.addoption("--fallback", help="the target's fallback location (default: first place; "
+                "'none': the target has none)")
+    g.addoption("--prefix", help="artifact project of this run (default: conf-<random>)")
     g.addoption("--conformance-report", metavar="FILE.json", help="write results as JSON")
     g.addoption(
-        "--conformance-profile",
-        choices=PROFILE_NAMES,
-        default="ci",
-        help="hypothesis profile of the state machine (default ci)",
+        "--conformance-html", metavar="FILE.html", help="write a self-contained HTML report"
     )
+    g.addoption(
+        "--conformance-profile",
+        choices=sorted(PROFILES),
+        default="ci",
+        help="ci: fixed seed, 15 state machine runs; thorough: random seed, 150 runs",
+    )
+    g.addoption("--conformance-seed", type=int, metavar="N", help="replay a run's seed")
     g.addoption(
         "--conformance-shrink-seconds",
         type=float,
@@ -92,7 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="IDS",
-        help="run only tests checking these rule ids (comma-separated)",
+        help="run only tests checking these rule or clause ids (comma-separated)",
     )
     g.addoption("--scenarios", metavar="DIR", help="scenario YAML directory to replay")
     g.addoption(
@@ -117,58 +107,128 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def known_id(ident: str) -> bool:
+    """A rule id, or a clause id of a known rule (checked against CLAUSES once defined)."""
+    from conformance.report import clauses
+
+    if ident in RULES:
+        return True
+    known = clauses()
+    return ident in known if known else rule_of(ident) in RULES and "." in ident
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "rule(*ids): contract rule ids a conformance test checks")
+    config.addinivalue_line("markers", "rule(*ids): contract rule or clause ids a test checks")
     for name, need in FEATURES.items():
         config.addinivalue_line("markers", f"{name}: optional capability, needs {need}")
     config.addinivalue_line("markers", "scenario: conformance scenario replayed from YAML")
     config.addinivalue_line("markers", "stateful: the conformance hypothesis state machine")
-    bad = unknown_rules(_selected_rules(config))
+    bad = [i for i in selected_ids(config) if not known_id(i)]
     if bad:
         raise pytest.UsageError(f"--rules: unknown rule ids {bad}; known: {sorted(RULES)}")
-    config.stash[PREFIX] = config.getoption("prefix") or f"conf-{secrets.token_hex(4)}"
     target = config.getoption("target")
+    profile = str(config.getoption("conformance_profile"))
+    config.stash[SEED] = choose_seed(profile, config.getoption("conformance_seed"))
+    config.stash[NAMES] = run_names(target, config.getoption("prefix"))
     if target and target != "spawn":
         if not (config.getoption("api_key") or os.environ.get("O41_ARTIFACTS_API_KEY")):
             raise pytest.UsageError("--target URL needs --api-key or $O41_ARTIFACTS_API_KEY")
-    if config.getoption("target"):
+    if config.getoption("scoped_read_prefix") and not config.getoption("scoped_key"):
+        raise pytest.UsageError("--scoped-read-prefix needs --scoped-key KEY=PREFIX")
+    if target:
         config.stash[COLLECTOR] = Collector()
 
 
-def _selected_rules(config: pytest.Config) -> list[str]:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    target = config.getoption("target")
+    if not target:
+        return ["o41 conformance: no --target given, conformance tests skip"]
+    profile, seed = config.getoption("conformance_profile"), config.stash[SEED]
+    return [
+        f"o41 conformance: target {target}, project {config.stash[NAMES].prefix}",
+        f"o41 conformance: profile {profile}, seed {seed} "
+        f"(replay: --conformance-profile {profile} --conformance-seed {seed})",
+    ]
+
+
+def selected_ids(config: pytest.Config) -> list[str]:
     return [r.strip() for arg in config.getoption("rules") for r in arg.split(",") if r.strip()]
 
 
 def item_rules(item: pytest.Item) -> list[str]:
-    """The rule ids of a test: every ``rule`` marker on it, its class, module, param."""
+    """The rule and clause ids of a test: every ``rule`` marker on it, its class, module."""
     ids: list[str] = []
     for mark in item.iter_markers("rule"):
         ids.extend(r for r in mark.args if r not in ids)
     return ids
 
 
+def item_features(item: pytest.Item) -> list[str]:
+    return [f for f in FEATURES if item.get_closest_marker(f) is not None]
+
+
+def _selected(wanted: set[str], ids: list[str]) -> bool:
+    return not wanted or bool(wanted & ({*ids} | {rule_of(i) for i in ids}))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wanted = set(_selected_rules(config))
+    wanted = set(selected_ids(config))
     target = config.getoption("target")
     keep, drop = [], []
     for item in items:
-        rules = item_rules(item)
-        if not rules:
+        ids = item_rules(item)
+        if not ids:
             keep.append(item)
             continue
-        bad = unknown_rules(rules)
+        bad = [i for i in ids if not known_id(i)]
         if bad:
             raise pytest.UsageError(f"{item.nodeid}: unknown rule ids {bad}")
-        if wanted and not wanted.intersection(rules):
+        if not _selected(wanted, ids):
             drop.append(item)
             continue
+        rules = list(dict.fromkeys(rule_of(i) for i in ids))
         item.user_properties.append(("rules", " ".join(rules)))
+        clause_ids = [i for i in ids if "." in i]
+        if clause_ids:
+            item.user_properties.append(("clauses", " ".join(clause_ids)))
+        item.user_properties.append(("capability", " ".join(item_features(item)) or "base"))
         if not target:
             item.add_marker(pytest.mark.skip(reason="conformance test: no --target given"))
         keep.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start and probe the target once, before any test: a target that cannot be judged
+    stops the run here with one line, and no rule is charged."""
+    config = session.config
+    if not config.getoption("target") or config.option.collectonly:
+        return
+    if not any(item_rules(item) for item in session.items):
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="o41-conformance-"))
+    config.add_cleanup(lambda: shutil.rmtree(workdir, ignore_errors=True))
+    try:
+        config.stash[ENV] = open_target(config, config.stash[NAMES], config.stash[SEED], workdir)
+    except TargetError as exc:
+        pytest.exit(f"o41 conformance: {exc}", returncode=EXIT_TARGET)
+    except ValueError as exc:
+        pytest.exit(f"o41 conformance: {exc}", returncode=EXIT_USAGE)
+
+
+SENT_DURING = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Count the requests of the test body (fixtures' set-up calls are not examples)."""
+    before = SENT.count
+    try:
+        return (yield)
+    finally:
+        item.stash[SENT_DURING] = SENT.count - before
 
 
 @pytest.hookimpl(wrapper=True)
@@ -195,163 +255,71 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         message=message,
         trail=list(trail) if trail is not None else None,
         duration=rep.duration,
+        features=item_features(item),
+        requests=item.stash.get(SENT_DURING, 0) if rep.when == "call" else 0,
     )
     if rep.failed:
         failed = collector.results[item.nodeid].failed_rules
         rep.user_properties.append(("failed_rules", " ".join(failed)))
+        _stop_if_target_gone(item, exc)
     return rep
+
+
+def _stop_if_target_gone(item: pytest.Item, exc: BaseException | None) -> None:
+    """A test lost the target: if it no longer answers the probe, stop the run rather than
+    fail every remaining test the same way."""
+    env = item.config.stash.get(ENV, None)
+    if env is None or unreachable(exc) is None:
+        return
+    try:
+        probe(env.base, env.key, env.artifact("probe", count=False))
+    except TargetError as err:
+        item.session.shouldstop = f"o41 conformance: the target stopped answering: {err}"
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     collector = config.stash.get(COLLECTOR, None)
     if collector is None or not collector.results:
         return
-    terminalreporter.write_sep("=", "o41 conformance by rule")
+    terminalreporter.write_sep("=", "o41 conformance: base and optional capabilities, rules")
     for line in collector.lines():
         terminalreporter.write_line(line)
+    profile, seed = config.getoption("conformance_profile"), config.stash[SEED]
+    terminalreporter.write_line(f"profile {profile}, seed {seed}")
+
+
+def run_meta(config: pytest.Config, exitstatus: int) -> dict[str, Any]:
+    """The run's facts for the reports: what was judged, how, and with which options."""
+    env = config.stash.get(ENV, None)
+    return {
+        "target": config.getoption("target"),
+        "base": env.base if env else None,
+        "prefix": config.stash[NAMES].prefix,
+        "profile": config.getoption("conformance_profile"),
+        "seed": config.stash[SEED],
+        "places": config.getoption("places"),
+        "faults": config.getoption("emulator_fault"),
+        "selected_rules": selected_ids(config),
+        "keys": {
+            "read_key": bool(env and env.read_key),
+            "scoped_key": env.scoped.write_prefix if env and env.scoped else None,
+            "scoped_read_prefix": env.scoped.read_prefix if env and env.scoped else None,
+        },
+        "capabilities": env.capabilities() if env else {},
+        "command": " ".join(["pytest", *sys.argv[1:]]),
+        "exitstatus": int(exitstatus),
+    }
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     collector = config.stash.get(COLLECTOR, None)
-    path = config.getoption("conformance_report")
-    if collector is None or not path:
+    json_path, html_path = (config.getoption(o) for o in ("conformance_report", "conformance_html"))
+    if collector is None or not (json_path or html_path):
         return
-    env = config.stash.get(ENV, None)
-    meta = {
-        "target": config.getoption("target"),
-        "base": env.base if env else None,
-        "prefix": config.stash[PREFIX],
-        "profile": config.getoption("conformance_profile"),
-        "places": config.getoption("places"),
-        "faults": config.getoption("emulator_fault"),
-        "selected_rules": _selected_rules(config),
-        "capabilities": env.capabilities() if env else {},
-        "exitstatus": int(exitstatus),
-    }
-    collector.write_json(Path(path), meta)
-
-
-# --- fixtures ------------------------------------------------------------------------
-
-
-def _spawn(
-    config: pytest.Config, workdir: Path, url_lifetime: int | None = None
-) -> SpawnedEmulator:
-    opt = config.getoption
-    proc = SpawnedEmulator(
-        workdir,
-        faults=opt("emulator_fault"),
-        config=emulator_config(
-            SPAWN_READ_KEY, SPAWN_SCOPED_KEY, config.stash[PREFIX], url_lifetime
-        ),
-        command=opt("emulator_command"),
-    )
-    proc.start()
-    return proc
-
-
-@pytest.fixture(scope="session")
-def o41_env(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    """The target under test; with ``--target spawn`` an emulator started for the session."""
-    opt = pytestconfig.getoption
-    target = opt("target")
-    if not target:
-        pytest.skip("conformance test: no --target given")
-    proc: SpawnedEmulator | None = None
-    key = opt("api_key") or os.environ.get("O41_ARTIFACTS_API_KEY")
-    read_key, scoped_key = opt("read_key"), None
-    if target == "spawn":
-        proc = _spawn(pytestconfig, tmp_path_factory.mktemp("o41-emulator"))
-        target = proc.url
-        key = opt("api_key") or proc.key or "ak_local"
-        read_key, scoped_key = read_key or SPAWN_READ_KEY, SPAWN_SCOPED_KEY
-    env = Env(
-        base=normalize_base(target),
-        key=key,
-        topology=Topology.parse(opt("places"), opt("fallback")),
-        prefix=pytestconfig.stash[PREFIX],
-        read_key=read_key,
-        scoped_key=scoped_key,
-        spawned=proc is not None,
-        faults=tuple(opt("emulator_fault")),
-        max_url_wait=opt("max_url_wait"),
-    )
-    pytestconfig.stash[ENV] = env
-    try:
-        yield env
-    finally:
-        if proc is not None:
-            proc.stop()
-
-
-@pytest.fixture(scope="session")
-def o41_expiring_env(
-    o41_env: Env, pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Env]:
-    """The target for the URL expiry test. With spawn, a second emulator whose URLs live
-    ``--emulator-url-lifetime`` seconds (the main one keeps long-lived URLs and uploads);
-    otherwise the target itself, whose lifetime the test measures."""
-    if not o41_env.spawned:
-        yield o41_env
-        return
-    lifetime = pytestconfig.getoption("emulator_url_lifetime")
-    proc = _spawn(pytestconfig, tmp_path_factory.mktemp("o41-emulator-expiry"), lifetime)
-    try:
-        yield dataclasses.replace(o41_env, base=normalize_base(proc.url))
-    finally:
-        proc.stop()
-
-
-@pytest.fixture
-def o41_trail(request: pytest.FixtureRequest) -> Trail:
-    """The requests of this test, kept for the report's failure steps."""
-    trail = Trail()
-    request.node.stash[TRAIL] = trail
-    return trail
-
-
-@pytest.fixture
-def o41_api(o41_env: Env, o41_trail: Trail) -> Client:
-    """A client with the write key."""
-    return o41_env.client(trail=o41_trail)
-
-
-@pytest.fixture
-def o41_reader(o41_env: Env, o41_trail: Trail) -> Client:
-    """A client with the read-only key (tests using it carry the ``read_key`` marker)."""
-    ok, reason = o41_env.capability("read_key")
-    if not ok:
-        pytest.skip(reason)
-    return o41_env.client(key=o41_env.read_key, trail=o41_trail)
-
-
-@pytest.fixture
-def o41_settings(pytestconfig: pytest.Config) -> Any:
-    """Hypothesis settings of the chosen ``--conformance-profile``."""
-    return profile_settings(opt_profile(pytestconfig))
-
-
-@pytest.fixture
-def o41_shrink_seconds(pytestconfig: pytest.Config) -> float:
-    """How long the state machine may shrink a failure (``--conformance-shrink-seconds``)."""
-    given = pytestconfig.getoption("conformance_shrink_seconds")
-    return given if given is not None else SHRINK_SECONDS[opt_profile(pytestconfig)]
-
-
-def opt_profile(config: pytest.Config) -> str:
-    return str(config.getoption("conformance_profile"))
-
-
-@pytest.fixture(autouse=True)
-def _o41_gate(request: pytest.FixtureRequest) -> None:
-    """Skip a conformance test, with the reason, when the target lacks a capability it
-    needs. A no-op for every other test (the plugin is loaded in all pytest runs)."""
-    if request.node.get_closest_marker("rule") is None:
-        return
-    env: Env = request.getfixturevalue("o41_env")
-    for feature in FEATURES:
-        if request.node.get_closest_marker(feature) is not None:
-            ok, reason = env.capability(feature)
-            if not ok:
-                pytest.skip(reason)
+    data = collector.to_json(run_meta(config, exitstatus))
+    if json_path:
+        collector.write_json(Path(json_path), data)
+    if html_path:
+        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(html_path).write_text(render_html(data), encoding="utf-8")

@@ -13,6 +13,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+
 from conformance.actions import Box, download, expect_error, expect_ok, start_upload
 from conformance.client import Client, Reply
 from conformance.env import Env
@@ -23,28 +25,28 @@ from conformance.scenarios import STATUS_OF, Scenario, Step, parse_size
 __all__ = ["ScenarioRunner"]
 
 _ALIAS = re.compile(r"\{([\w-]+)\}")
-_ROUTE_RULE = {"local": "PLACE-1", "inter_region": "PLACE-2", "cross_cloud": "PLACE-3"}
-_WARNING_RULE = {"none": "PLACE-1", "default": "PLACE-2", "fallback": "PLACE-3"}
+_ROUTE_RULE = {"local": "PLACE-1.a", "inter_region": "PLACE-2.a", "cross_cloud": "PLACE-3.a"}
+_WARNING_RULE = {"none": "PLACE-1.a", "default": "PLACE-2.b", "fallback": "PLACE-3.b"}
 _CODE_RULE = {
-    "has_checkpoints": "OPEN-3",
-    "not_empty": "FORK-1",
-    "fenced": "FENCE-2",
-    "version_exists": "VER-2",
-    "not_after_latest": "VER-3",
-    "incomplete": "VER-4",
-    "forbidden": "AUTH-2",
-    "unauthenticated": "AUTH-1",
-    "payload_too_large": "VER-4",
+    "has_checkpoints": "OPEN-3.a",
+    "not_empty": "FORK-1.a",
+    "fenced": "FENCE-2.b",
+    "version_exists": "VER-2.a",
+    "not_after_latest": "VER-3.a",
+    "incomplete": "VER-4.a",
+    "forbidden": "AUTH-2.a",
+    "unauthenticated": "AUTH-1.a",
+    "payload_too_large": "VER-4.e",
 }
 _OK_RULE = {
-    "open": "OPEN-1",
-    "race_open": "FENCE-1",
-    "checkpoint": "VER-4",
-    "upload": "VER-4",
-    "commit": "VER-4",
-    "read": "READ-1",
-    "list": "READ-1",
-    "artifact": "READ-1",
+    "open": "OPEN-1.a",
+    "race_open": "FENCE-1.a",
+    "checkpoint": "VER-4.a",
+    "upload": "VER-4.a",
+    "commit": "VER-4.a",
+    "read": "READ-1.a",
+    "list": "READ-1.a",
+    "artifact": "READ-1.a",
 }
 
 
@@ -65,6 +67,7 @@ class ScenarioRunner:
         self.pending: dict[str, tuple[str, dict[str, bytes], Reply]] = {}
         self.committed: dict[tuple[str, str], dict[str, bytes]] = {}
         self.log: list[str] = []
+        self.task_holders: dict[str, str] = {}
 
     def run(self, scenario: Scenario) -> None:
         for step in scenario.steps:
@@ -78,6 +81,10 @@ class ScenarioRunner:
                 raise
 
     # --- helpers -------------------------------------------------------------------
+
+    def task_holder(self, label: str) -> str:
+        """The holder id of a task label: every box opened with it reuses the same id."""
+        return self.task_holders.setdefault(label, self.env.holder(label))
 
     def artifact(self, alias: str | None) -> str:
         alias = alias or "run"
@@ -109,13 +116,14 @@ class ScenarioRunner:
         status = int(step.expect.get("status", STATUS_OF[code]))
         rule = (
             step.rule
+            or ("FENCE-2.a" if (code, step.action) == ("fenced", "upload") else None)
             or _CODE_RULE.get(code)
             or (
-                "FORK-1"
+                "FORK-1.b"
                 if step.action == "open"
-                else "READ-1"
+                else "READ-1.b"
                 if step.action == "read"
-                else "VER-1"
+                else "VER-1.a"
             )
         )
         expect_error(reply, status, code, rule, f"step {step.index}")
@@ -133,31 +141,55 @@ class ScenarioRunner:
         epoch = body.get("epoch")
         check(
             isinstance(epoch, int) and epoch > self.epochs.get(name, -(2**63)),
-            "FENCE-1",
+            "FENCE-1.a",
             f"step {step.index}: epoch {epoch!r} after {self.epochs.get(name)}",
         )
         self.epochs[name] = epoch
         self.boxes[box] = Box(self.holders[box], name, place, body["token"], epoch, body)
 
+    def client(self, key: Any) -> Client:
+        """The write key, or the key an open step names: none, unknown, read or scoped."""
+        if key is None:
+            return self.api
+        keys = {
+            "none": None,
+            "unknown": f"{self.env.key}-not-a-key",
+            "read": self.env.read_key,
+            "scoped": self.env.scoped_key,
+        }
+        if str(key) not in keys:
+            raise RuleViolation("AUTH-1.a", f"scenario names an unknown key kind {key!r}")
+        if key in ("read", "scoped") and not keys[str(key)]:
+            pytest.skip(f"optional capability: the scenario needs a {key} key")
+        return self.api.with_key(keys[str(key)])
+
     def _do_open(self, step: Step) -> None:
         a, e = step.args, step.expect
-        box, name, place = str(a["box"]), self.artifact(a.get("artifact")), _place(a.get("place"))
-        holder = self.holders.setdefault(box, self.env.holder(box))
-        reply = self.api.open(name, self.resume(a.get("resume", "latest")), place, holder)
+        box, name = str(a["box"]), self.artifact(a.get("artifact"))
+        raw = a.get("place")
+        place = None if isinstance(raw, dict) else _place(raw)
+        label = str(a.get("holder", box))  # boxes of one task share a holder id (SkyPilot)
+        holder = self.holders.setdefault(box, self.task_holder(label))
+        resume = self.resume(a.get("resume", "latest"))
+        if isinstance(raw, dict):
+            body_sent = {"artifact": name, "resume": resume, "place": raw, "holder": holder}
+            reply = self.client(a.get("key")).call("POST", "/artifacts/open", body=body_sent)
+        else:
+            reply = self.client(a.get("key")).open(name, resume, place, holder)
         body = self.outcome(step, reply)
         if body is None:
             return
         self._opened(step, name, box, place, body)
         resume = body.get("resume_from") or {}
         if "resume_from" in e:
-            rule = "OPEN-2" if e["resume_from"] else "OPEN-1"
+            rule = "OPEN-2.a" if e["resume_from"] else "OPEN-1.a"
             self.expect(step, "resume_from", resume.get("version"), e["resume_from"], rule)
         if "fenced" in e:
             self.expect(
-                step, "fenced", body.get("fenced"), self.fenced_value(e["fenced"]), "FENCE-2"
+                step, "fenced", body.get("fenced"), self.fenced_value(e["fenced"]), "FENCE-2.d"
             )
         wl = body.get("write_location") or {}
-        route_rule = _ROUTE_RULE.get(e.get("write_route", wl.get("route")), "PLACE-1")
+        route_rule = _ROUTE_RULE.get(e.get("write_route", wl.get("route")), "PLACE-1.a")
         if "write_location" in e:
             self.expect(
                 step,
@@ -168,9 +200,9 @@ class ScenarioRunner:
             )
         if "write_route" in e:
             self.expect(step, "write_route", wl.get("route"), e["write_route"], route_rule)
-        for key in ("route", "cross_cloud"):
+        for key, clause in (("route", "XC-1.b"), ("cross_cloud", "XC-1.a")):
             if key in e:
-                self.expect(step, key, resume.get(key), e[key], "XC-1")
+                self.expect(step, key, resume.get(key), e[key], clause)
         if "warning" in e:
             self._warning(step, body.get("warnings") or [], str(e["warning"]))
 
@@ -200,10 +232,10 @@ class ScenarioRunner:
 
         with ThreadPoolExecutor(max_workers=len(names)) as pool:
             replies = list(pool.map(go, names))
-        bodies = [expect_ok(r, step.rule or "FENCE-1", f"step {step.index}") for r in replies]
+        bodies = [expect_ok(r, step.rule or "FENCE-1.a", f"step {step.index}") for r in replies]
         order = sorted(zip(names, bodies, strict=True), key=lambda nb: nb[1]["epoch"])
         epochs = [b["epoch"] for _, b in order]
-        check(len(set(epochs)) == len(epochs), "FENCE-1", f"racing opens got epochs {epochs}")
+        check(len(set(epochs)) == len(epochs), "FENCE-1.a", f"racing opens got epochs {epochs}")
         for box, body in order:
             self._opened(step, artifact, box, place, body)
         self.boxes["winner"] = self.boxes[order[-1][0]]
@@ -214,15 +246,20 @@ class ScenarioRunner:
                 "fenced",
                 cur.get("fenced"),
                 {"epoch": prev["epoch"], "holder": prev["holder"]},
-                "FENCE-2",
+                "FENCE-2.d",
             )
 
     def _do_upload(self, step: Step) -> None:
         a = step.args
         box = self.boxes[str(a["box"])]
         files = self.files(step, str(a["box"]))
-        up = start_upload(self.api, box.artifact, box.token, str(a["version"]), files)
+        put = str(a.get("put", "all"))
+        up = start_upload(
+            self.api, box.artifact, box.token, str(a["version"]), files, put=put == "all"
+        )
         body = self.outcome(step, up.write)
+        if body is not None and put != "all":
+            self._put_some(body, files, put)
         if body is not None:
             self._placed(step, body)
             label = str(a.get("as") or a["version"])
@@ -231,7 +268,7 @@ class ScenarioRunner:
 
     def _placed(self, step: Step, body: dict[str, Any]) -> None:
         e = step.expect
-        rule = _ROUTE_RULE.get(e.get("route", body.get("route")), "PLACE-1")
+        rule = _ROUTE_RULE.get(e.get("route", body.get("route")), "PLACE-1.a")
         if "location" in e:
             self.expect(
                 step, "location", Place.from_json(body.get("location")), _place(e["location"]), rule
@@ -254,8 +291,22 @@ class ScenarioRunner:
                     "location",
                     Place.from_json(body.get("location")),
                     _place(step.expect["location"]),
-                    "PLACE-4",
+                    "PLACE-4.a",
                 )
+
+    def _put_some(self, body: dict[str, Any], files: dict[str, bytes], put: str) -> None:
+        """A commit cut half way: ``none`` PUTs nothing, ``partial`` all but the last file,
+        ``corrupt`` every file with the last one's final byte changed."""
+        urls = {f["name"]: f["url"] for f in body.get("files", [])}
+        names = list(files)
+        if put == "none":
+            return
+        for name in names[:-1]:
+            check(self.api.put(urls[name], files[name]).ok, "VER-4.a", f"PUT of {name}")
+        if put == "corrupt":
+            last = files[names[-1]]
+            data = last[:-1] + bytes([last[-1] ^ 1]) if last else b"x"
+            self.api.put(urls[names[-1]], data)
 
     def _do_checkpoint(self, step: Step) -> None:
         label = f"checkpoint-{step.index}"
@@ -288,34 +339,34 @@ class ScenarioRunner:
         if body is None:
             return
         if "version" in e:
-            self.expect(step, "version", body.get("version"), e["version"], "READ-1")
+            self.expect(step, "version", body.get("version"), e["version"], "READ-1.a")
         if "location" in e:
             self.expect(
                 step,
                 "location",
                 Place.from_json(body.get("location")),
                 _place(e["location"]),
-                "PLACE-4",
+                "PLACE-4.a",
             )
-        for key in ("route", "cross_cloud"):
+        for key, clause in (("route", "XC-1.b"), ("cross_cloud", "XC-1.a")):
             if key in e:
-                self.expect(step, key, body.get(key), e[key], "XC-1")
+                self.expect(step, key, body.get(key), e[key], clause)
         if e.get("bytes") == "exact":
             parts = int(a.get("parts", 1))
             got = download(self.api, body, parts=parts)
             want = self.committed.get((name, str(body.get("version"))))
-            self.expect(step, "bytes", got == want, True, "READ-3" if parts > 1 else "READ-2")
+            self.expect(step, "bytes", got == want, True, "READ-3.a" if parts > 1 else "READ-2.a")
 
     def _do_list(self, step: Step) -> None:
         name = self.artifact(step.args.get("artifact"))
-        versions = expect_ok(self.api.list(name), step.rule or "READ-1", "list")["versions"]
+        versions = expect_ok(self.api.list(name), step.rule or "READ-1.a", "list")["versions"]
         if "versions" in step.expect:
             self.expect(
                 step,
                 "versions",
                 [v.get("version") for v in versions],
                 list(step.expect["versions"]),
-                "READ-1",
+                "VER-4.c",
             )
         if "locations" in step.expect:
             self.expect(
@@ -323,23 +374,23 @@ class ScenarioRunner:
                 "locations",
                 [Place.from_json(v.get("location")) for v in versions],
                 [_place(p) for p in step.expect["locations"]],
-                "PLACE-4",
+                "PLACE-4.a",
             )
 
     def _do_artifact(self, step: Step) -> None:
         name, e = self.artifact(step.args.get("artifact")), step.expect
-        body = expect_ok(self.api.artifact(name), step.rule or "READ-1", "artifacts/read")
+        body = expect_ok(self.api.artifact(name), step.rule or "READ-1.a", "artifacts/read")
         if "latest" in e:
-            self.expect(step, "latest", body.get("latest"), e["latest"], "READ-1")
+            self.expect(step, "latest", body.get("latest"), e["latest"], "READ-1.a")
         if "versions" in e:
-            self.expect(step, "versions", body.get("versions"), e["versions"], "READ-1")
+            self.expect(step, "versions", body.get("versions"), e["versions"], "VER-4.c")
         if "holder" in e:
             self.expect(
-                step, "holder", body.get("holder"), self.boxes[str(e["holder"])].holder, "FENCE-2"
+                step, "holder", body.get("holder"), self.boxes[str(e["holder"])].holder, "FENCE-4.a"
             )
         if "epoch" in e:
             want = self.epochs[name] if e["epoch"] == "unchanged" else self.boxes[e["epoch"]].epoch
-            self.expect(step, "epoch", body.get("epoch"), want, "FENCE-4")
+            self.expect(step, "epoch", body.get("epoch"), want, "FENCE-4.a")
         if "forked_from" in e:
             ff = e["forked_from"]
             want = (
@@ -347,4 +398,4 @@ class ScenarioRunner:
                 if ff is None
                 else {"artifact": self.artifact(ff["artifact"]), "version": ff["version"]}
             )
-            self.expect(step, "forked_from", body.get("forked_from"), want, "FORK-2")
+            self.expect(step, "forked_from", body.get("forked_from"), want, "FORK-2.b")

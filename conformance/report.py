@@ -1,8 +1,14 @@
-"""Results by rule id: the terminal table, the failure details and the JSON report.
+"""Results by rule, by clause and by capability: the terminal tables and the JSON report.
 
-A test counts for the rules in its ``rule`` marker. A failure is charged to the rules its
-exception names (every check raises a RuleViolation); only an exception that names no rule
-(a crash, a malformed response) is charged to all the test's marked rules.
+A test counts for the ids in its ``rule`` marker: rule ids (``FENCE-2``) or clause ids
+(``FENCE-2.a``, whose rule is the part before the dot). A failure is charged to the ids its
+exception names (every check raises a RuleViolation); only an exception that names no id
+(a crash, a malformed response) is charged to all the test's marked ids. A test that never
+reached the target (setup error, transport failure) is an error, charged to nothing.
+
+Tests without a feature marker check the base contract; tests with one (``usage``,
+``scoped_key``...) check an optional capability, so an implementer reads "base: PASS,
+usage: not offered" rather than one verdict mixing both.
 """
 
 from __future__ import annotations
@@ -13,9 +19,49 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance import rules as _rules
+from conformance.client import TargetUnreachable
 from conformance.rules import RULES, rules_of
 
-__all__ = ["Collector", "TestResult"]
+__all__ = ["BASE", "Collector", "TestResult", "clause_text", "rule_of", "unreachable"]
+
+#: The capability group of tests that carry no feature marker.
+BASE = "base"
+
+
+def rule_of(ident: str) -> str:
+    """``FENCE-2.a`` -> ``FENCE-2``; a rule id stays as it is."""
+    return ident.split(".", 1)[0]
+
+
+def clauses() -> dict[str, str]:
+    """The contract's clause ids and texts, once rules.py defines them."""
+    return dict(getattr(_rules, "CLAUSES", {}) or {})
+
+
+def clause_text(ident: str) -> str:
+    return clauses().get(ident) or RULES.get(rule_of(ident), "(not a contract rule)")
+
+
+def unreachable(exc: BaseException | None) -> TargetUnreachable | None:
+    """The transport failure inside an exception (groups and causes included), if any."""
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, TargetUnreachable):
+            return e
+        if isinstance(e, BaseExceptionGroup):
+            stack.extend(e.exceptions)
+        stack.extend((e.__cause__, e.__context__))
+    return None
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
 
 
 @dataclass
@@ -29,6 +75,13 @@ class TestResult:
     message: str = ""
     steps: list[str] = field(default_factory=list)
     duration: float = 0.0
+    features: list[str] = field(default_factory=list)
+    #: HTTP requests the test body sent: equal across runs that exercise the same things.
+    requests: int = 0
+
+    @property
+    def group(self) -> list[str]:
+        return self.features or [BASE]
 
 
 _QUIET = re.compile(r"state\.\w+\(\)")
@@ -48,8 +101,12 @@ def _notes(exc: BaseException | None) -> list[str]:
     return lines
 
 
+def _zero() -> dict[str, int]:
+    return {"passed": 0, "failed": 0, "skipped": 0}
+
+
 class Collector:
-    """Accumulates results during the session; renders the table and the JSON report."""
+    """Accumulates results during the session; renders the tables and the JSON report."""
 
     def __init__(self) -> None:
         self.results: dict[str, TestResult] = {}
@@ -65,16 +122,23 @@ class Collector:
         message: str = "",
         trail: list[str] | None = None,
         duration: float = 0.0,
+        features: list[str] | None = None,
+        requests: int = 0,
     ) -> None:
         """Merge one phase's report (pytest calls this for setup, call and teardown)."""
-        res = self.results.setdefault(nodeid, TestResult(nodeid, list(rules)))
+        res = self.results.setdefault(
+            nodeid, TestResult(nodeid, list(rules), features=list(features or []))
+        )
         res.duration += duration
+        res.requests += requests
         if outcome == "skipped" and res.outcome == "passed":
             res.outcome, res.message = "skipped", message
         elif outcome == "failed":
             named = rules_of(exc)
-            if not named and when != "call":
-                res.outcome, res.message = "error", f"{when}: {message}"
+            lost = unreachable(exc)
+            if not named and (lost is not None or when != "call"):
+                res.outcome = "error"
+                res.message = str(lost) if lost is not None else f"{when}: {message}"
                 res.steps = list(trail or [])
                 return
             res.outcome = "failed"
@@ -82,50 +146,96 @@ class Collector:
             res.message = message if when == "call" else f"{when}: {message}"
             res.steps = _notes(exc) or list(trail or [])
 
+    def _charged(self, res: TestResult, by: str) -> tuple[list[str], list[str]]:
+        """The ids a result counts for and the ids it failed, as rules or as clauses."""
+        if by == "rule":
+            return _unique([rule_of(i) for i in res.rules]), _unique(
+                [rule_of(i) for i in res.failed_rules]
+            )
+        marked = [i for i in res.rules if "." in i]
+        failed: list[str] = []
+        for ident in res.failed_rules:
+            # A check that names only the rule fails every clause of it the test marks.
+            failed += [ident] if "." in ident else [c for c in marked if rule_of(c) == ident]
+        return marked, _unique(failed)
+
+    def _table(self, keys: list[str], by: str) -> dict[str, dict[str, int]]:
+        table = {k: _zero() for k in keys}
+        for res in self.results.values():
+            ids, failed = self._charged(res, by)
+            if res.outcome == "error":
+                continue
+            for ident in ids:
+                counts = table.setdefault(ident, _zero())
+                if res.outcome != "failed":
+                    counts[res.outcome] += 1
+                elif ident in failed:
+                    counts["failed"] += 1
+            for ident in failed:
+                if ident not in ids:
+                    table.setdefault(ident, _zero())["failed"] += 1
+        return table
+
     def by_rule(self) -> dict[str, dict[str, int]]:
         """passed / failed / skipped counts per rule id (every rule listed)."""
-        table = {rule: {"passed": 0, "failed": 0, "skipped": 0} for rule in RULES}
+        return self._table(list(RULES), "rule")
+
+    def by_clause(self) -> dict[str, dict[str, int]]:
+        """The same per clause id: every clause of rules.CLAUSES and every one a test marks."""
+        return dict(sorted(self._table(list(clauses()), "clause").items(), key=_clause_order))
+
+    def by_capability(self) -> dict[str, dict[str, Any]]:
+        """Counts per capability group (``base`` first), with the first skip reason."""
+        groups: dict[str, dict[str, Any]] = {BASE: {**_zero(), "error": 0, "reason": ""}}
         for res in self.results.values():
-            for rule in res.rules:
-                counts = table.setdefault(rule, {"passed": 0, "failed": 0, "skipped": 0})
-                if res.outcome == "failed":
-                    if rule in res.failed_rules:
-                        counts["failed"] += 1
-                elif res.outcome == "error":
-                    continue
-                else:
-                    counts[res.outcome] += 1
-            if res.outcome == "failed":
-                for rule in res.failed_rules:
-                    if rule not in res.rules:
-                        table.setdefault(rule, {"passed": 0, "failed": 0, "skipped": 0})
-                        table[rule]["failed"] += 1
-        return table
+            for name in res.group:
+                g = groups.setdefault(name, {**_zero(), "error": 0, "reason": ""})
+                g[res.outcome] += 1
+                if res.outcome == "skipped" and not g["reason"]:
+                    g["reason"] = res.message
+        return groups
 
     def failures(self) -> list[TestResult]:
         return [r for r in self.results.values() if r.outcome == "failed"]
 
     def errors(self) -> list[TestResult]:
-        """Tests that broke outside any rule (e.g. the target could not be started)."""
+        """Tests that broke outside any rule (target not started, transport failure)."""
         return [r for r in self.results.values() if r.outcome == "error"]
 
     @staticmethod
-    def status(counts: dict[str, int]) -> str:
+    def status(counts: dict[str, Any]) -> str:
         if counts["failed"]:
             return "FAIL"
+        if counts.get("error"):
+            return "ERROR"
         return "PASS" if counts["passed"] else ("SKIP" if counts["skipped"] else "----")
 
-    def lines(self) -> list[str]:
-        """The terminal summary: the table by rule id, then each failure with its steps."""
-        out = [f"{'rule':<9}{'passed':>7}{'failed':>7}{'skipped':>8}  status"]
-        for rule, c in self.by_rule().items():
+    def _rows(self, title: str, table: dict[str, dict[str, int]], width: int) -> list[str]:
+        out = [f"{title:<{width}}{'passed':>7}{'failed':>7}{'skipped':>8}  status"]
+        for ident, c in table.items():
             out.append(
-                f"{rule:<9}{c['passed']:>7}{c['failed']:>7}{c['skipped']:>8}  {self.status(c)}"
+                f"{ident:<{width}}{c['passed']:>7}{c['failed']:>7}{c['skipped']:>8}"
+                f"  {self.status(c)}"
             )
+        return out
+
+    def lines(self) -> list[str]:
+        """The terminal summary: capabilities, rules, clauses, then each failure's steps."""
+        out = ["capability        passed failed skipped  status"]
+        for name, g in self.by_capability().items():
+            why = f"  ({g['reason']})" if self.status(g) == "SKIP" and g["reason"] else ""
+            out.append(
+                f"{name:<17}{g['passed']:>7}{g['failed']:>7}{g['skipped']:>8}"
+                f"  {self.status(g)}{why}"
+            )
+        out += ["", *self._rows("rule", self.by_rule(), 9)]
+        # Printed once tests mark clause ids; until then it would be every clause at "----".
+        if any("." in ident for res in self.results.values() for ident in res.rules):
+            out += ["", *self._rows("clause", self.by_clause(), 12)]
         for res in self.failures():
             out.append("")
-            for rule in res.failed_rules:
-                out.append(f"FAILED {rule}: {RULES.get(rule, '(not a contract rule)')}")
+            for ident in res.failed_rules:
+                out.append(f"FAILED {ident}: {clause_text(ident)}")
             out.append(f"  test: {res.nodeid}")
             out.append(f"  why:  {res.message.splitlines()[0] if res.message else ''}")
             if res.steps:
@@ -133,27 +243,33 @@ class Collector:
                 out.extend(f"    {s}" for s in res.steps)
         for res in self.errors():
             out.append("")
-            out.append(f"ERROR (no rule): {res.nodeid}")
+            out.append(f"ERROR (no rule charged): {res.nodeid}")
             out.append(f"  why:  {res.message.splitlines()[0] if res.message else ''}")
         return out
 
     def to_json(self, meta: dict[str, Any]) -> dict[str, Any]:
-        by_rule = self.by_rule()
         totals = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
         for res in self.results.values():
             totals[res.outcome] += 1
+        groups = self.by_capability()
         return {
             **meta,
             "summary": totals,
+            "verdict": {name: self.status(g).lower() for name, g in groups.items()},
+            "capability_results": groups,
             "rules": {
                 rule: {"text": RULES.get(rule, ""), **c, "status": self.status(c).lower()}
-                for rule, c in by_rule.items()
+                for rule, c in self.by_rule().items()
+            },
+            "clauses": {
+                ident: {"text": clause_text(ident), **c, "status": self.status(c).lower()}
+                for ident, c in self.by_clause().items()
             },
             "failures": [
                 {
                     "test": r.nodeid,
                     "rules": r.failed_rules,
-                    "texts": {rule: RULES.get(rule, "") for rule in r.failed_rules},
+                    "texts": {ident: clause_text(ident) for ident in r.failed_rules},
                     "message": r.message,
                     "steps": r.steps,
                 }
@@ -163,6 +279,12 @@ class Collector:
             "tests": [asdict(r) for r in sorted(self.results.values(), key=lambda r: r.nodeid)],
         }
 
-    def write_json(self, path: Path, meta: dict[str, Any]) -> None:
+    def write_json(self, path: Path, data: dict[str, Any]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(meta), indent=2, sort_keys=False) + "\n")
+        path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def _clause_order(item: tuple[str, Any]) -> tuple[int, str]:
+    """Clauses in the order of RULES (the contract's order), then by their suffix."""
+    order = {rule: n for n, rule in enumerate(RULES)}
+    return order.get(rule_of(item[0]), len(order)), item[0]

@@ -1,9 +1,11 @@
-"""The contract's rule ids with one-line texts, and the failure type that carries them.
+"""The contract's rule and clause ids with one-line texts, and the failure type carrying them.
 
-Every check in the suite raises :class:`RuleViolation` naming the rule it enforces, so a
-failure anywhere (example test, scenario step, state machine invariant) maps to a rule id
-in the report without guessing. The texts are our own one-line summaries of
-``CONTRACT.md``; the suite never reads the implementation's notion of the rules.
+Every check in the suite raises :class:`RuleViolation` naming the clause (or, for broad
+checks, the rule) it enforces, so a failure anywhere (example test, scenario step, state
+machine invariant) maps to a clause and its rule in the report without guessing. A clause
+id is its rule id with a letter (``FENCE-2.b``); :func:`rule_of` gives the rule of either.
+The texts are our own summaries of docs/contract.md; the suite never reads the
+implementation's notion of the rules.
 """
 
 from __future__ import annotations
@@ -12,11 +14,17 @@ from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "CLAUSES",
     "RULES",
     "RuleViolation",
     "check",
     "check_equal",
+    "clauses_of",
+    "clauses_of_rule",
+    "is_known",
+    "rule_of",
     "rules_of",
+    "text_of",
     "unknown_rules",
 ]
 
@@ -49,48 +57,266 @@ RULES: dict[str, str] = {
     "USAGE-1": "Usage counts bytes written and served per route, priced by the table.",
 }
 
+#: One testable MUST each, as docs/contract.md states them; ids are ``RULE.letter``.
+CLAUSES: dict[str, str] = {
+    "AUTH-1.a": (
+        "A call to any /api/v1 endpoint with no Authorization header, or one that is not "
+        "Bearer <key>, gets 401 unauthenticated."
+    ),
+    "AUTH-1.b": (
+        "A call to any /api/v1 endpoint with a well-formed but unknown key gets 401 "
+        "unauthenticated."
+    ),
+    "AUTH-2.a": (
+        "An open by a key that cannot write the artifact (read-only, or outside its "
+        "prefixes) gets 403 forbidden."
+    ),
+    "AUTH-2.b": (
+        "Such a refused open changes nothing: no artifact is created, the epoch does not "
+        "rise, and the current holder is not fenced."
+    ),
+    "AUTH-3.a": (
+        "A key with read on a prefix can read, list and read usage of the artifacts under "
+        "it, and gets 403 forbidden for write and commit."
+    ),
+    "AUTH-3.b": (
+        "A key gets 403 forbidden from every endpoint (open, write, commit, read, list, "
+        "artifacts/read, usage with artifact) for an artifact outside its prefixes."
+    ),
+    "AUTH-3.c": (
+        "write implies read: a key with write on a prefix can do everything read allows there."
+    ),
+    "AUTH-3.d": "usage/read without artifact reports only the artifacts the key can read.",
+    "OPEN-1.a": (
+        "resume: 'latest' on an artifact that does not exist, or has no versions, "
+        "succeeds with resume_from: null, and the artifact then exists."
+    ),
+    "OPEN-2.a": (
+        "resume: 'latest' on an artifact with versions returns as resume_from the "
+        "committed version with the highest step, with its files, sizes and sha256."
+    ),
+    "OPEN-2.b": (
+        "The resume_from of an open carries signed URLs whose plain GET returns the bytes "
+        "of each file."
+    ),
+    "OPEN-3.a": "resume: null on an artifact with at least one version gets 409 has_checkpoints.",
+    "OPEN-3.b": (
+        "Such a refused fresh open changes nothing: epoch, holder and versions stay, and "
+        "the holder keeps writing."
+    ),
+    "OPEN-3.c": (
+        "resume: null on an artifact with no versions (new, or opened before and still "
+        "empty) succeeds with resume_from: null."
+    ),
+    "FORK-1.a": (
+        "A fork into an artifact with versions gets 409 not_empty and changes nothing on "
+        "either artifact."
+    ),
+    "FORK-1.b": "A fork from a source artifact or version that does not exist gets 404 not_found.",
+    "FORK-1.c": (
+        "A fork from a malformed source (not o41://P/N/step-XXXXXXXX) gets 400 invalid_argument."
+    ),
+    "FORK-1.d": (
+        "A fork needs read on the source and write on the new artifact; without either it "
+        "gets 403 forbidden."
+    ),
+    "FORK-2.a": (
+        "A fork returns the source version (name, step, location, files with sha256 and "
+        "URLs) as resume_from."
+    ),
+    "FORK-2.b": (
+        "After a fork, artifacts/read of the new artifact shows forked_from: {'artifact', "
+        "'version'} of the source."
+    ),
+    "FORK-2.c": (
+        "A fork leaves the source untouched: its epoch and holder stay and its holder "
+        "keeps writing and committing."
+    ),
+    "FENCE-1.a": (
+        "Every successful open (latest, fresh, fork) returns an epoch greater than every "
+        "earlier epoch of that artifact."
+    ),
+    "FENCE-2.a": "A write with a token of an epoch older than the newest open gets 409 fenced.",
+    "FENCE-2.b": (
+        "A commit with a token of an epoch older than the newest open gets 409 fenced, "
+        "and that version never shows in read, list, latest or a later resume_from."
+    ),
+    "FENCE-2.c": (
+        "An upload belongs to the token that started it: committing it with another box's "
+        "newer token still gets 409 fenced."
+    ),
+    "FENCE-2.d": (
+        "An open names whom it fenced: fenced is the epoch and holder of the open before "
+        "it, and null when there was none."
+    ),
+    "FENCE-2.e": (
+        "An unknown token, or a token of another artifact, gets 400 invalid_argument on "
+        "write and commit."
+    ),
+    "FENCE-3.a": (
+        "A newer open is atomic with its read: an older-epoch upload, even with all its "
+        "files uploaded before the open, never becomes visible after it."
+    ),
+    "FENCE-4.a": (
+        "Refused or failed opens (any error) raise no epoch and fence nobody: the newest "
+        "holder keeps writing and committing."
+    ),
+    "VER-1.a": (
+        "A version name other than step- followed by exactly 8 ASCII digits (in a write "
+        "or a read) gets 400 invalid_argument."
+    ),
+    "VER-1.b": "A file name with a ., .., empty or absolute segment gets 400 invalid_argument.",
+    "VER-2.a": (
+        "Writing or committing a version name that is already committed gets 409 version_exists."
+    ),
+    "VER-2.b": (
+        "A committed version never changes: its files, sizes, sha256, location and bytes "
+        "read the same forever."
+    ),
+    "VER-3.a": (
+        "A version whose step is not greater than the latest committed step gets 409 "
+        "not_after_latest."
+    ),
+    "VER-4.a": (
+        "A commit before every declared file was uploaded (a declared empty file too) "
+        "gets 409 incomplete."
+    ),
+    "VER-4.b": (
+        "A commit where a file arrived with another size or sha256 than declared gets 409 "
+        "incomplete."
+    ),
+    "VER-4.c": (
+        "Uncommitted uploads are invisible to read, list, latest, resume_from and the "
+        "has-checkpoints refusal."
+    ),
+    "VER-4.d": (
+        "A commit of an unknown upload, or of another artifact's upload, gets 404 not_found."
+    ),
+    "VER-4.e": (
+        "A declared size over the limit, or a PUT body longer than declared, gets 413 "
+        "payload_too_large."
+    ),
+    "READ-1.a": (
+        "version=latest (also when version is omitted) is the committed version with the "
+        "highest step."
+    ),
+    "READ-1.b": "An unknown artifact or version gets 404 not_found.",
+    "READ-2.a": (
+        "urls=1 gives each file a URL that a plain GET with no header downloads; the "
+        "bytes match size and sha256 (the page's verbatim call works as written)."
+    ),
+    "READ-3.a": (
+        "GET and HEAD honour one Range: bytes=a-b: 206 with Content-Range and exactly "
+        "those bytes, at every edge of the file; a range that starts inside the file and "
+        "ends past it is cut to the file's end."
+    ),
+    "READ-3.b": "A range that cannot be satisfied gets 416.",
+    "READ-4.a": "A signed URL used on another path gets 403.",
+    "READ-4.b": "A signed URL with a changed signature gets 403.",
+    "READ-4.c": "An expired signed URL gets 403.",
+    "PLACE-1.a": "A write from a place that has a location goes to that location with route local.",
+    "PLACE-2.a": (
+        "A write from a cloud whose locations are all in other regions goes to that "
+        "cloud's default location with route inter_region."
+    ),
+    "PLACE-2.b": "Such an open carries a warning.",
+    "PLACE-3.a": (
+        "A write from a cloud with no location, or an unknown place, goes to the fallback "
+        "location with route cross_cloud."
+    ),
+    "PLACE-3.b": "Such an open carries a warning that names the fallback location.",
+    "PLACE-4.a": (
+        "A version's location never changes, whoever reads it from wherever, and later "
+        "opens and writes do not move or copy it."
+    ),
+    "XC-1.a": (
+        "A read is cross_cloud: true exactly when the reader's cloud differs from the "
+        "location's cloud."
+    ),
+    "XC-1.b": "A read's route is local, inter_region or cross_cloud by the definition of a route.",
+    "XC-1.c": "A read without a place has route and cross_cloud null.",
+    "USAGE-1.a": "Usage counts every byte written, per route.",
+    "USAGE-1.b": (
+        "Usage counts the bytes actually served by reads (a ranged GET counts what it "
+        "sent; a HEAD, a 403 or a 416 nothing), per route."
+    ),
+    "USAGE-1.c": (
+        "Usage prices each route by the price table, by the cloud the bytes leave, and totals it."
+    ),
+    "USAGE-1.d": (
+        "A transfers row adds up every byte of one direction, artifact, version, place and route."
+    ),
+    "USAGE-1.e": (
+        "placements lists where checkpoints were written away from the box's region "
+        "(default and fallback), with versions and bytes."
+    ),
+}
+
+
+def rule_of(rule_or_clause: str) -> str:
+    """The rule id of a rule or clause id (``FENCE-2.b`` -> ``FENCE-2``)."""
+    return rule_or_clause.split(".", 1)[0]
+
+
+def is_known(rule_or_clause: str) -> bool:
+    """Whether the contract defines this rule or clause id."""
+    return rule_or_clause in RULES or rule_or_clause in CLAUSES
+
+
+def text_of(rule_or_clause: str) -> str:
+    """The one-line text of a rule or clause id."""
+    return CLAUSES.get(rule_or_clause) or RULES[rule_of(rule_or_clause)]
+
+
+def clauses_of_rule(rule: str) -> list[str]:
+    """The clause ids of one rule, in contract order."""
+    return [c for c in CLAUSES if rule_of(c) == rule]
+
 
 class RuleViolation(AssertionError):
-    """An observed response broke a contract rule.
+    """An observed response broke a contract clause (or, for a broad check, a rule).
 
     Subclasses AssertionError so pytest and hypothesis treat it as an ordinary test
-    failure (and hypothesis shrinks it), while the report can still read ``rule``.
+    failure (and hypothesis shrinks it), while the report can still read ``rule`` (always
+    a rule id) and ``clause`` (the clause id, or None when only the rule was named).
     """
 
     def __init__(self, rule: str, detail: str) -> None:
-        if rule not in RULES:
-            raise ValueError(f"unknown rule id {rule!r}")
-        self.rule = rule
+        if not is_known(rule):
+            raise ValueError(f"unknown rule or clause id {rule!r}")
+        self.id = rule
+        self.rule = rule_of(rule)
+        self.clause = rule if rule in CLAUSES else None
         self.detail = detail
-        super().__init__(f"[{rule}] {RULES[rule]} -- {detail}")
+        super().__init__(f"[{rule}] {text_of(rule)} -- {detail}")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.rule, self.detail))
+        return (type(self), (self.id, self.detail))
 
 
 def check(condition: object, rule: str, detail: str) -> None:
-    """Raise a RuleViolation for ``rule`` unless ``condition`` holds."""
+    """Raise a RuleViolation for ``rule`` (a rule or clause id) unless ``condition`` holds."""
     if not condition:
         raise RuleViolation(rule, detail)
 
 
 def check_equal(actual: object, expected: object, rule: str, what: str) -> None:
-    """Compare one observed value with the model's prediction under ``rule``."""
+    """Compare one observed value with the model's prediction under ``rule`` (or clause)."""
     if actual != expected:
         raise RuleViolation(rule, f"{what}: expected {expected!r}, got {actual!r}")
 
 
-def rules_of(exc: BaseException | None) -> list[str]:
-    """Rule ids carried by an exception, looking inside exception groups and causes."""
-    found: list[str] = []
+def _violations(exc: BaseException | None) -> list[RuleViolation]:
+    """Every RuleViolation inside an exception, its exception groups and causes."""
+    found: list[RuleViolation] = []
     seen: set[int] = set()
 
     def walk(e: BaseException | None) -> None:
         if e is None or id(e) in seen:
             return
         seen.add(id(e))
-        if isinstance(e, RuleViolation) and e.rule not in found:
-            found.append(e.rule)
+        if isinstance(e, RuleViolation):
+            found.append(e)
         if isinstance(e, BaseExceptionGroup):
             for sub in e.exceptions:
                 walk(sub)
@@ -100,6 +326,16 @@ def rules_of(exc: BaseException | None) -> list[str]:
     return found
 
 
+def rules_of(exc: BaseException | None) -> list[str]:
+    """Rule ids carried by an exception, looking inside exception groups and causes."""
+    return list(dict.fromkeys(v.rule for v in _violations(exc)))
+
+
+def clauses_of(exc: BaseException | None) -> list[str]:
+    """Clause ids carried by an exception (a violation naming only a rule gives the rule)."""
+    return list(dict.fromkeys(v.id for v in _violations(exc)))
+
+
 def unknown_rules(ids: Iterable[str]) -> list[str]:
-    """The ids in ``ids`` that the contract does not define (for marker validation)."""
-    return [i for i in ids if i not in RULES]
+    """The ids in ``ids`` that are neither a rule nor a clause (for marker validation)."""
+    return [i for i in ids if not is_known(i)]

@@ -10,7 +10,13 @@ an optional ``rule`` that overrides which rule a failing expectation is charged 
       expect: {fenced: A, resume_from: step-00000200, cross_cloud: true}
 
 Actions and their expectation keys are listed in ``EXPECT``; docs/conformance.md explains
-them. Scenarios load from ``conformance/scenario_files`` (package data, the one copy the
+them. An ``open`` may name a ``holder`` label (boxes opened with one label share a holder
+id, as SkyPilot's relaunches share ``SKYPILOT_TASK_ID``), a ``key`` (``none``, ``unknown``,
+``read``, ``scoped``) and a ``place`` given as a mapping, sent as written (invalid places).
+An ``upload`` may ``put: none | partial | corrupt`` to cut a commit half way. Rule ids in
+``rules`` and a step's ``rule`` may be clause ids (``FENCE-2.b``).
+
+Scenarios load from ``conformance/scenario_files`` (package data, the one copy the
 replay harness reads too), or from ``--scenarios DIR``.
 """
 
@@ -23,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from conformance.rules import RULES
+from conformance.rules import is_known
 
 __all__ = [
     "EXPECT",
@@ -60,10 +66,10 @@ EXPECT: dict[str, set[str]] = {
 }
 #: Each action's argument keys (``box`` names a box; ``artifact`` an alias of this scenario).
 ARGS: dict[str, set[str]] = {
-    "open": {"box", "artifact", "place", "resume"},
+    "open": {"box", "artifact", "place", "resume", "holder", "key"},
     "race_open": {"boxes", "artifact", "place", "resume"},
     "checkpoint": {"box", "version", "files"},
-    "upload": {"box", "version", "files", "as"},
+    "upload": {"box", "version", "files", "as", "put"},
     "commit": {"box", "upload"},
     "read": {"box", "artifact", "place", "version", "parts"},
     "list": {"artifact"},
@@ -147,7 +153,7 @@ def _step(i: int, raw: Any, where: str) -> Step:
     if int(expect.get("status", 200)) >= 400 and "code" not in expect:
         raise ScenarioError(f"{where}: step {i} expects an error status without a code")
     rule = raw.get("rule")
-    if rule is not None and rule not in RULES:
+    if rule is not None and not is_known(rule):
         raise ScenarioError(f"{where}: step {i} names unknown rule {rule!r}")
     return Step(i, action, dict(args), dict(expect), rule)
 
@@ -160,9 +166,9 @@ def load_scenario(path: Path) -> Scenario | None:
     if "steps" not in data:
         return None
     rules = tuple(data.get("rules") or ())
-    bad = [r for r in rules if r not in RULES]
+    bad = [r for r in rules if not is_known(r)]
     if bad or not rules:
-        raise ScenarioError(f"{path}: rules must be contract rule ids, got {list(rules)}")
+        raise ScenarioError(f"{path}: rules must be contract rule or clause ids, got {list(rules)}")
     steps = tuple(_step(i, s, str(path)) for i, s in enumerate(data["steps"] or [], start=1))
     if not steps:
         raise ScenarioError(f"{path}: no steps")

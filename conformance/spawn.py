@@ -31,18 +31,25 @@ class SpawnError(RuntimeError):
 
 
 def emulator_config(
-    read_key: str, scoped_key: str, prefix: str, url_lifetime: int | None = None
+    read_key: str,
+    scoped_key: str,
+    write_prefix: str,
+    read_prefix: str | None = None,
+    url_lifetime: int | None = None,
 ) -> str:
-    """A config TOML offering a read-only key, a prefix-scoped key and, for the URL expiry
-    test only, a short URL lifetime (uploads live as long as their URLs, so the main run
-    keeps the default lifetime and never races a clock)."""
+    """A config TOML offering a read-only key, a key with write on ``write_prefix`` (and read
+    on ``read_prefix``) and, for the URL expiry test only, a short URL lifetime (uploads live
+    as long as their URLs, so the main run keeps the default lifetime and never races a
+    clock). The suite then gets these keys exactly as ``--read-key`` and ``--scoped-key``
+    would hand them over for a URL target."""
     lifetime = f"url_lifetime = {int(url_lifetime)}\n\n" if url_lifetime else ""
+    scopes = [f'{{ prefix = "{write_prefix}", access = "write" }}']
+    if read_prefix:
+        scopes.append(f'{{ prefix = "{read_prefix}", access = "read" }}')
     return (
         lifetime + f'[[keys]]\nkey = "{read_key}"\n'
         'scopes = [{ prefix = "", access = "read" }]\n\n'
-        f'[[keys]]\nkey = "{scoped_key}"\n'
-        f'scopes = [{{ prefix = "{prefix}/w-", access = "write" }}, '
-        f'{{ prefix = "{prefix}/r-", access = "read" }}]\n'
+        f'[[keys]]\nkey = "{scoped_key}"\nscopes = [{", ".join(scopes)}]\n'
     )
 
 

@@ -29,7 +29,7 @@ def _state(api: Client, artifact: str) -> dict:
     return expect_ok(api.artifact(artifact), "READ-1", f"artifacts/read {artifact}")
 
 
-@pytest.mark.rule("FENCE-1")
+@pytest.mark.rule("FENCE-1.a")
 def test_open_epochs_increase_across_opens(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("epochs")
     places = [*o41_env.topology.locations, None, "lambda/us-south-1"]
@@ -42,7 +42,7 @@ def test_open_epochs_increase_across_opens(o41_env: Env, o41_api: Client) -> Non
     check_equal(_state(o41_api, name)["epoch"], epochs[-1], "FENCE-1", "artifact epoch")
 
 
-@pytest.mark.rule("FENCE-1", "FENCE-2")
+@pytest.mark.rule("FENCE-1.a", "FENCE-2.d")
 def test_open_epochs_distinct_when_racing(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("race")
     n = 6
@@ -73,7 +73,7 @@ def test_open_epochs_distinct_when_racing(o41_env: Env, o41_api: Client) -> None
     check_equal(_state(o41_api, name)["epoch"], epochs[-1], "FENCE-1", "epoch after the race")
 
 
-@pytest.mark.rule("FENCE-2")
+@pytest.mark.rule("FENCE-2.a", "FENCE-2.d")
 def test_write_fenced_after_newer_open(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("fence2")
     a = open_box(o41_api, name, "box-a")
@@ -91,7 +91,7 @@ def test_write_fenced_after_newer_open(o41_env: Env, o41_api: Client) -> None:
     commit_ok(o41_api, b, "step-00000002", make_files(TINY), rule="FENCE-2")
 
 
-@pytest.mark.rule("FENCE-2", "FENCE-3")
+@pytest.mark.rule("FENCE-2.b", "FENCE-3.a")
 def test_commit_fenced_when_uploaded_before_open(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("fence3")
     a = open_box(o41_api, name, "box-a")
@@ -116,7 +116,7 @@ def test_commit_fenced_when_uploaded_before_open(o41_env: Env, o41_api: Client) 
     check_equal(_state(o41_api, name)["latest"], None, "FENCE-3", "latest after the fence")
 
 
-@pytest.mark.rule("FENCE-2")
+@pytest.mark.rule("FENCE-2.c")
 def test_commit_fenced_when_upload_laundered_by_newer_token(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("launder")
     a = open_box(o41_api, name, "box-a")
@@ -133,7 +133,7 @@ def test_commit_fenced_when_upload_laundered_by_newer_token(o41_env: Env, o41_ap
     check_equal(_state(o41_api, name)["latest"], None, "FENCE-2", "latest after laundering")
 
 
-@pytest.mark.rule("FENCE-2")
+@pytest.mark.rule("FENCE-2.e")
 def test_write_and_commit_invalid_when_token_unknown_or_foreign(
     o41_env: Env, o41_api: Client
 ) -> None:
@@ -183,7 +183,7 @@ def _commit_until_fenced(
     raise RuleViolation("FENCE-2", f"box A still commits after B's open: {done[-5:]}")
 
 
-@pytest.mark.rule("FENCE-3", "FENCE-2")
+@pytest.mark.rule("FENCE-3.a")
 def test_open_atomic_with_concurrent_commits(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("atomic")
     a = open_box(o41_api, name, "box-a")
@@ -207,7 +207,7 @@ def test_open_atomic_with_concurrent_commits(o41_env: Env, o41_api: Client) -> N
     )
 
 
-@pytest.mark.rule("FENCE-4", "OPEN-3")
+@pytest.mark.rule("FENCE-4.a", "OPEN-3.a", "OPEN-3.b")
 def test_open_fresh_refused_fences_nobody(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("fence4")
     a = open_box(o41_api, name, "box-a")
@@ -219,7 +219,7 @@ def test_open_fresh_refused_fences_nobody(o41_env: Env, o41_api: Client) -> None
     commit_ok(o41_api, a, "step-00000002", make_files(TINY), rule="FENCE-4")
 
 
-@pytest.mark.rule("FENCE-4", "FORK-1")
+@pytest.mark.rule("FENCE-4.a", "FORK-1.a", "FORK-1.b", "FORK-1.c")
 def test_failed_forks_fence_nobody(o41_env: Env, o41_api: Client) -> None:
     name, src = o41_env.artifact("fence4f"), o41_env.artifact("fence4s")
     s = open_box(o41_api, src, "box-s")

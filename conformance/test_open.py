@@ -23,7 +23,7 @@ def _state(api: Client, artifact: str) -> dict:
     return expect_ok(api.artifact(artifact), "READ-1", f"artifacts/read {artifact}")
 
 
-@pytest.mark.rule("OPEN-1")
+@pytest.mark.rule("OPEN-1.a", "FENCE-2.d")
 def test_open_latest_creates_artifact_when_missing(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("open1")
     body = expect_ok(o41_api.open(name, "latest", None, "box-a"), "OPEN-1", "first open")
@@ -37,7 +37,7 @@ def test_open_latest_creates_artifact_when_missing(o41_env: Env, o41_api: Client
     check_equal(state.get("epoch"), body["epoch"], "OPEN-1", "epoch of the created artifact")
 
 
-@pytest.mark.rule("OPEN-1")
+@pytest.mark.rule("OPEN-1.a")
 def test_open_latest_resumes_nothing_when_no_versions(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("open1b")
     open_box(o41_api, name, "box-a")
@@ -46,7 +46,7 @@ def test_open_latest_resumes_nothing_when_no_versions(o41_env: Env, o41_api: Cli
     check_equal(body.get("resume_from"), None, "OPEN-1", "resume_from without versions")
 
 
-@pytest.mark.rule("OPEN-1")
+@pytest.mark.rule("OPEN-1.a")
 def test_open_holder_defaults_when_omitted(o41_env: Env, o41_api: Client) -> None:
     body = expect_ok(o41_api.open(o41_env.artifact("holderless")), "OPEN-1", "open, no holder")
     check(
@@ -56,7 +56,7 @@ def test_open_holder_defaults_when_omitted(o41_env: Env, o41_api: Client) -> Non
     )
 
 
-@pytest.mark.rule("OPEN-2", "READ-2")
+@pytest.mark.rule("OPEN-2.a", "OPEN-2.b")
 def test_open_latest_returns_latest_signed_when_versions(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("open2")
     a = open_box(o41_api, name, "box-a", o41_env.topology.locations[0])
@@ -71,7 +71,7 @@ def test_open_latest_returns_latest_signed_when_versions(o41_env: Env, o41_api: 
     check_equal(download(o41_api, resume), files, "OPEN-2", "bytes of resume_from")
 
 
-@pytest.mark.rule("OPEN-3")
+@pytest.mark.rule("OPEN-3.a", "OPEN-3.b")
 def test_open_fresh_refused_when_checkpoints(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("open3")
     a = open_box(o41_api, name, "box-a")
@@ -93,7 +93,7 @@ def test_open_fresh_refused_when_checkpoints(o41_env: Env, o41_api: Client) -> N
     )
 
 
-@pytest.mark.rule("OPEN-3")
+@pytest.mark.rule("OPEN-3.c", "FENCE-1.a")
 def test_open_fresh_succeeds_when_no_versions(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("open3b")
     first = expect_ok(o41_api.open(name, None, None, "box-a"), "OPEN-3", "fresh open, new")
@@ -102,7 +102,7 @@ def test_open_fresh_succeeds_when_no_versions(o41_env: Env, o41_api: Client) -> 
     check(again["epoch"] > first["epoch"], "FENCE-1", "second fresh open did not bump epoch")
 
 
-@pytest.mark.rule("FORK-1")
+@pytest.mark.rule("FORK-1.a")
 def test_fork_refused_when_target_not_empty(o41_env: Env, o41_api: Client) -> None:
     src, dst = o41_env.artifact("fork-src"), o41_env.artifact("fork-dst")
     s = open_box(o41_api, src, "box-s")
@@ -126,7 +126,7 @@ def test_fork_refused_when_target_not_empty(o41_env: Env, o41_api: Client) -> No
     )
 
 
-@pytest.mark.rule("FORK-1")
+@pytest.mark.rule("FORK-1.b")
 def test_fork_not_found_when_source_missing(o41_env: Env, o41_api: Client) -> None:
     src = o41_env.artifact("fork-src")
     s = open_box(o41_api, src, "box-s")
@@ -144,7 +144,7 @@ def test_fork_not_found_when_source_missing(o41_env: Env, o41_api: Client) -> No
         )
 
 
-@pytest.mark.rule("FORK-1")
+@pytest.mark.rule("FORK-1.c")
 @pytest.mark.parametrize(
     "resume",
     [
@@ -169,27 +169,28 @@ def test_open_invalid_when_resume_malformed(o41_env: Env, o41_api: Client, resum
     )
 
 
-@pytest.mark.rule("FORK-1")
+@pytest.mark.rule("FORK-1.d")
 @pytest.mark.scoped_key
+@pytest.mark.scoped_read
 def test_fork_needs_read_on_source_and_write_on_target(o41_env: Env, o41_api: Client) -> None:
     scoped = o41_env.client(key=o41_env.scoped_key, trail=o41_api.trail)
-    readable, hidden = o41_env.artifact("r-src"), o41_env.artifact("x-src")
+    readable, hidden = o41_env.scoped_artifact("src", "read"), o41_env.artifact("x-src")
     for name in (readable, hidden):
         commit_ok(o41_api, open_box(o41_api, name, "box-s"), "step-00000001", make_files({"m": 4}))
     expect_ok(
-        scoped.open(o41_env.artifact("w-dst"), f"o41://{readable}/step-00000001"),
+        scoped.open(o41_env.scoped_artifact("dst"), f"o41://{readable}/step-00000001"),
         "FORK-1",
         "fork from a readable source into a writable artifact",
     )
     expect_error(
-        scoped.open(o41_env.artifact("w-dst"), f"o41://{hidden}/step-00000001"),
+        scoped.open(o41_env.scoped_artifact("dst"), f"o41://{hidden}/step-00000001"),
         403,
         "forbidden",
         "FORK-1",
         "fork from a source the key cannot read",
     )
     expect_error(
-        scoped.open(o41_env.artifact("r-dst"), f"o41://{readable}/step-00000001"),
+        scoped.open(o41_env.scoped_artifact("dst", "read"), f"o41://{readable}/step-00000001"),
         403,
         "forbidden",
         "FORK-1",
@@ -197,7 +198,7 @@ def test_fork_needs_read_on_source_and_write_on_target(o41_env: Env, o41_api: Cl
     )
 
 
-@pytest.mark.rule("FORK-2")
+@pytest.mark.rule("FORK-2.a", "FORK-2.b", "FORK-2.c")
 def test_fork_returns_source_version_and_leaves_source(o41_env: Env, o41_api: Client) -> None:
     src, dst = o41_env.artifact("fork2-src"), o41_env.artifact("fork2-dst")
     s = open_box(o41_api, src, "box-s", o41_env.topology.locations[0])

@@ -29,7 +29,7 @@ def _names_fallback(warnings: list, fallback: Place) -> bool:
     return any(fallback.cloud in w and fallback.region in w for w in map(str, warnings))
 
 
-@pytest.mark.rule("PLACE-1")
+@pytest.mark.rule("PLACE-1.a")
 def test_write_goes_local_when_place_has_location(o41_env: Env, o41_api: Client) -> None:
     for place in o41_env.topology.locations:
         a = open_box(o41_api, o41_env.artifact("place1"), "box-a", place)
@@ -48,7 +48,7 @@ def test_write_goes_local_when_place_has_location(o41_env: Env, o41_api: Client)
         )
 
 
-@pytest.mark.rule("PLACE-2")
+@pytest.mark.rule("PLACE-2.a", "PLACE-2.b")
 def test_write_goes_to_cloud_default_when_region_has_none(o41_env: Env, o41_api: Client) -> None:
     topo = o41_env.topology
     for cloud in topo.clouds:
@@ -71,7 +71,8 @@ def test_write_goes_to_cloud_default_when_region_has_none(o41_env: Env, o41_api:
         )
 
 
-@pytest.mark.rule("PLACE-3")
+@pytest.mark.rule("PLACE-3.a", "PLACE-3.b")
+@pytest.mark.fallback
 @pytest.mark.parametrize("place", [UNKNOWN, Place("oci", "us-ashburn-1"), None], ids=str)
 def test_write_goes_to_fallback_when_cloud_has_none(
     o41_env: Env, o41_api: Client, place: Place | None
@@ -98,7 +99,7 @@ def test_write_goes_to_fallback_when_cloud_has_none(
     )
 
 
-@pytest.mark.rule("PLACE-1", "PLACE-2", "PLACE-3")
+@pytest.mark.rule("PLACE-1.a", "PLACE-2.a", "PLACE-3.a")
 def test_write_response_reports_location_and_route(o41_env: Env, o41_api: Client) -> None:
     topo = o41_env.topology
     cases = [
@@ -120,7 +121,7 @@ def test_write_response_reports_location_and_route(o41_env: Env, o41_api: Client
         )
 
 
-@pytest.mark.rule("PLACE-4")
+@pytest.mark.rule("PLACE-4.a")
 def test_version_location_unchanged_after_reads_and_relaunch(o41_env: Env, o41_api: Client) -> None:
     topo = o41_env.topology
     first, second = topo.locations[0], topo.locations[-1]
@@ -145,7 +146,7 @@ def test_version_location_unchanged_after_reads_and_relaunch(o41_env: Env, o41_a
     )
 
 
-@pytest.mark.rule("XC-1")
+@pytest.mark.rule("XC-1.a", "XC-1.b", "XC-1.c")
 def test_read_cross_cloud_matches_reader_place(o41_env: Env, o41_api: Client) -> None:
     topo = o41_env.topology
     home = topo.locations[0]
@@ -170,7 +171,7 @@ def test_read_cross_cloud_matches_reader_place(o41_env: Env, o41_api: Client) ->
     )
 
 
-@pytest.mark.rule("XC-1", "OPEN-2")
+@pytest.mark.rule("XC-1.a", "XC-1.b", "OPEN-2.b")
 def test_open_resume_marked_cross_cloud_after_hop(o41_env: Env, o41_api: Client) -> None:
     topo = o41_env.topology
     if len(topo.clouds) < 2:

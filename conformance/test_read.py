@@ -32,7 +32,7 @@ def _one_version(o41_env: Env, o41_api: Client, slug: str, sizes: dict[str, int]
     return a, files
 
 
-@pytest.mark.rule("READ-1")
+@pytest.mark.rule("READ-1.a")
 def test_read_latest_is_highest_committed_step(o41_env: Env, o41_api: Client) -> None:
     a = open_box(o41_api, o41_env.artifact("read1"), "box-a")
     for step in (1, 5, 20):
@@ -54,7 +54,7 @@ def test_read_latest_is_highest_committed_step(o41_env: Env, o41_api: Client) ->
     )
 
 
-@pytest.mark.rule("READ-1")
+@pytest.mark.rule("READ-1.b")
 def test_read_not_found_when_version_or_artifact_unknown(o41_env: Env, o41_api: Client) -> None:
     a = open_box(o41_api, o41_env.artifact("read1n"), "box-a")
     expect_error(
@@ -77,7 +77,7 @@ def test_read_not_found_when_version_or_artifact_unknown(o41_env: Env, o41_api: 
         expect_error(reply, 404, "not_found", "READ-1", f"{reply.target} of a missing artifact")
 
 
-@pytest.mark.rule("READ-2")
+@pytest.mark.rule("READ-2.a")
 def test_read_urls_download_with_plain_get(o41_env: Env, o41_api: Client) -> None:
     a, files = _one_version(o41_env, o41_api, "read2", {"model.pt": SIZE, "empty": 0})
     url = f"{o41_api.base}/versions/read?artifact={a.artifact}&version=latest&urls=1"
@@ -95,7 +95,7 @@ def test_read_urls_download_with_plain_get(o41_env: Env, o41_api: Client) -> Non
         check_equal(got.content, files[f["name"]], "READ-2", f"bytes of {f['name']}")
 
 
-@pytest.mark.rule("READ-2")
+@pytest.mark.rule("READ-2.a")
 def test_read_without_urls_gives_sizes_and_hashes_only(o41_env: Env, o41_api: Client) -> None:
     a, files = _one_version(o41_env, o41_api, "read2n", {"m": 10})
     body = expect_ok(o41_api.read(a.artifact, "latest", urls=False), "READ-2", "read urls=0")
@@ -104,7 +104,7 @@ def test_read_without_urls_gives_sizes_and_hashes_only(o41_env: Env, o41_api: Cl
     check(not f.get("url"), "READ-2", "urls=0 still returned a URL")
 
 
-@pytest.mark.rule("READ-3")
+@pytest.mark.rule("READ-3.a")
 def test_ranged_get_returns_exact_bytes(o41_env: Env, o41_api: Client) -> None:
     a, files = _one_version(o41_env, o41_api, "read3", {"m": SIZE})
     url = expect_ok(o41_api.read(a.artifact, urls=True), "READ-2", "read")["files"][0]["url"]
@@ -121,7 +121,7 @@ def test_ranged_get_returns_exact_bytes(o41_env: Env, o41_api: Client) -> None:
         check_equal(res.content, data[lo : hi + 1], "READ-3", f"bytes {lo}-{hi}")
 
 
-@pytest.mark.rule("READ-3")
+@pytest.mark.rule("READ-3.b")
 def test_ranged_get_unsatisfiable_when_past_end(o41_env: Env, o41_api: Client) -> None:
     a, _ = _one_version(o41_env, o41_api, "read3u", {"m": 1000})
     url = expect_ok(o41_api.read(a.artifact, urls=True), "READ-2", "read")["files"][0]["url"]
@@ -133,7 +133,7 @@ def test_ranged_get_unsatisfiable_when_past_end(o41_env: Env, o41_api: Client) -
     )
 
 
-@pytest.mark.rule("READ-3")
+@pytest.mark.rule("READ-3.a")
 def test_head_honours_range(o41_env: Env, o41_api: Client) -> None:
     a, _ = _one_version(o41_env, o41_api, "read3h", {"m": 1000})
     url = expect_ok(o41_api.read(a.artifact, urls=True), "READ-2", "read")["files"][0]["url"]
@@ -153,7 +153,7 @@ def test_head_honours_range(o41_env: Env, o41_api: Client) -> None:
     )
 
 
-@pytest.mark.rule("READ-3")
+@pytest.mark.rule("READ-3.a")
 @pytest.mark.parametrize("parts", [2, 8])
 def test_parallel_ranged_gets_reassemble_file(o41_env: Env, o41_api: Client, parts: int) -> None:
     a, files = _one_version(o41_env, o41_api, "read3p", {"model.pt": 3_000_001, "small": 5})
@@ -161,7 +161,7 @@ def test_parallel_ranged_gets_reassemble_file(o41_env: Env, o41_api: Client, par
     check_equal(download(o41_api, body, parts=parts), files, "READ-3", "reassembled files")
 
 
-@pytest.mark.rule("READ-4")
+@pytest.mark.rule("READ-4.b")
 def test_url_forbidden_when_signature_changed(o41_env: Env, o41_api: Client) -> None:
     a, _ = _one_version(o41_env, o41_api, "read4s", {"m": 100})
     url = expect_ok(o41_api.read(a.artifact, urls=True), "READ-2", "read")["files"][0]["url"]
@@ -173,7 +173,7 @@ def test_url_forbidden_when_signature_changed(o41_env: Env, o41_api: Client) -> 
     )
 
 
-@pytest.mark.rule("READ-4")
+@pytest.mark.rule("READ-4.a")
 def test_url_forbidden_when_path_changed(o41_env: Env, o41_api: Client) -> None:
     a, _ = _one_version(o41_env, o41_api, "read4p", {"a.bin": 100, "b.bin": 100})
     files = expect_ok(o41_api.read(a.artifact, urls=True), "READ-2", "read")["files"]
@@ -187,7 +187,7 @@ def test_url_forbidden_when_path_changed(o41_env: Env, o41_api: Client) -> None:
     )
 
 
-@pytest.mark.rule("READ-4")
+@pytest.mark.rule("READ-4.c")
 @pytest.mark.url_expiry
 def test_url_forbidden_when_expired(o41_expiring_env: Env, o41_trail: Trail) -> None:
     o41_env, o41_api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
@@ -209,7 +209,16 @@ def test_url_forbidden_when_expired(o41_expiring_env: Env, o41_trail: Trail) -> 
     deadline = reply.received_at + lifetime + 1.5
     while time.time() < deadline:  # wait out the lifetime the server declared
         time.sleep(min(0.25, max(0.0, deadline - time.time())))
-    check_equal(o41_api.fetch(url).status, 403, "READ-4", "GET after urls_expire_at")
+    check_equal(o41_api.fetch(url).status, 403, "READ-4.c", "GET after urls_expire_at")
+    check_equal(
+        o41_api.fetch(url, method="HEAD").status, 403, "READ-4.c", "HEAD after urls_expire_at"
+    )
+    check_equal(
+        o41_api.fetch(url, byte_range=(0, 9)).status,
+        403,
+        "READ-4.c",
+        "ranged GET after urls_expire_at",
+    )
 
 
 VERSION_FIELDS = {
@@ -228,7 +237,7 @@ VERSION_FIELDS = {
 ARTIFACT_FIELDS = {"artifact", "epoch", "holder", "latest", "versions", "forked_from", "created_at"}
 
 
-@pytest.mark.rule("READ-1")
+@pytest.mark.rule("READ-1.a")
 def test_read_objects_carry_contract_fields(o41_env: Env, o41_api: Client) -> None:
     a = open_box(o41_api, o41_env.artifact("fields"), "box-a", o41_env.topology.locations[0])
     commit_ok(o41_api, a, "step-00000007", make_files({"m": 10, "n/o": 5}))

@@ -31,7 +31,7 @@ def _model(body: dict) -> UsageModel:
     return UsageModel(prices=body.get("prices") or DEFAULT_PRICES)
 
 
-@pytest.mark.rule("USAGE-1")
+@pytest.mark.rule("USAGE-1.a", "USAGE-1.b", "USAGE-1.d")
 def test_usage_counts_writes_and_ranged_reads_per_route(o41_env: Env, o41_api: Client) -> None:
     topo = o41_env.topology
     home = topo.locations[0]
@@ -69,7 +69,7 @@ def test_usage_counts_writes_and_ranged_reads_per_route(o41_env: Env, o41_api: C
     check_equal(rows[0]["bytes"], 1_000_003 + 17 + 100, "USAGE-1", "bytes of the read row")
 
 
-@pytest.mark.rule("USAGE-1")
+@pytest.mark.rule("USAGE-1.a", "USAGE-1.c", "USAGE-1.e")
 def test_usage_prices_writes_by_the_box_cloud_and_lists_placements(
     o41_env: Env, o41_api: Client
 ) -> None:
@@ -102,7 +102,7 @@ def test_usage_prices_writes_by_the_box_cloud_and_lists_placements(
         check_equal(kinds, [placement.kind], "USAGE-1", f"placements of a box at {place}")
 
 
-@pytest.mark.rule("USAGE-1", "PLACE-3")
+@pytest.mark.rule("USAGE-1.e")
 def test_usage_lists_fallback_placements(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("usage-fb")
     a = open_box(o41_api, name, "box-a", UNKNOWN_PLACE)
@@ -126,7 +126,7 @@ def test_usage_lists_fallback_placements(o41_env: Env, o41_api: Client) -> None:
     )
 
 
-@pytest.mark.rule("USAGE-1")
+@pytest.mark.rule("USAGE-1.b")
 def test_usage_counts_no_bytes_for_refused_or_bodiless_gets(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("usage-0")
     a = open_box(o41_api, name, "box-a", o41_env.topology.locations[0])
@@ -141,7 +141,7 @@ def test_usage_counts_no_bytes_for_refused_or_bodiless_gets(o41_env: Env, o41_ap
         check_equal(row.get("read_bytes", 0), 0, "USAGE-1", f"{route} bytes served")
 
 
-@pytest.mark.rule("USAGE-1")
+@pytest.mark.rule("USAGE-1.c")
 def test_usage_prices_match_published_table(o41_env: Env, o41_api: Client) -> None:
     if not o41_env.spawned:
         pytest.skip("a remote target may publish its own prices; checked with spawn only")

@@ -37,7 +37,7 @@ def _expect_now_or_at_commit(
     expect_error(api.commit(artifact, token, upload), 409, code, rule, f"commit of {what}")
 
 
-@pytest.mark.rule("VER-1")
+@pytest.mark.rule("VER-1.a")
 @pytest.mark.parametrize(
     "version",
     [
@@ -65,7 +65,7 @@ def test_write_invalid_when_version_name_malformed(
     )
 
 
-@pytest.mark.rule("VER-1")
+@pytest.mark.rule("VER-1.b")
 @pytest.mark.parametrize(
     "file_name", ["../escape", "/etc/passwd", "a//b", "a/./b", "a/../b", ".", "..", "", "dir/"]
 )
@@ -81,7 +81,7 @@ def test_write_invalid_when_file_name_unsafe(o41_env: Env, o41_api: Client, file
     )
 
 
-@pytest.mark.rule("VER-1", "READ-2")
+@pytest.mark.rule("VER-1.b")
 def test_commit_keeps_nested_relative_file_names(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "nested")
     files = make_files({"shards/rank-0/model.pt": 100, "shards/rank-1/model.pt": 0, "m": 3})
@@ -90,7 +90,7 @@ def test_commit_keeps_nested_relative_file_names(o41_env: Env, o41_api: Client) 
     check_equal(sorted(f["name"] for f in body["files"]), sorted(files), "VER-1", "file names")
 
 
-@pytest.mark.rule("VER-2")
+@pytest.mark.rule("VER-2.a", "VER-2.b")
 def test_commit_refused_when_version_exists(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver2")
     original = make_files(TINY, 1)
@@ -108,7 +108,7 @@ def test_commit_refused_when_version_exists(o41_env: Env, o41_api: Client) -> No
     )
 
 
-@pytest.mark.rule("VER-2")
+@pytest.mark.rule("VER-2.a")
 def test_commit_refused_when_same_version_uploaded_twice(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver2b")
     first, second = make_files(TINY, 1), make_files(TINY, 2)
@@ -133,7 +133,7 @@ def test_commit_refused_when_same_version_uploaded_twice(o41_env: Env, o41_api: 
     )
 
 
-@pytest.mark.rule("VER-3")
+@pytest.mark.rule("VER-3.a")
 def test_commit_refused_when_step_not_after_latest(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver3")
     commit_ok(o41_api, a, "step-00000200", make_files(TINY))
@@ -149,7 +149,7 @@ def test_commit_refused_when_step_not_after_latest(o41_env: Env, o41_api: Client
     )
 
 
-@pytest.mark.rule("VER-3")
+@pytest.mark.rule("VER-3.a")
 def test_commit_refused_when_latest_moved_past(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver3b")
     late = start_upload(o41_api, a.artifact, a.token, "step-00000250", make_files(TINY))
@@ -180,7 +180,7 @@ def _assert_invisible(api: Client, artifact: str, version: str) -> None:
     )
 
 
-@pytest.mark.rule("VER-4")
+@pytest.mark.rule("VER-4.a", "VER-4.b", "VER-4.c")
 @pytest.mark.parametrize("damage", ["nothing_put", "one_file_missing", "bytes_differ", "short"])
 def test_commit_incomplete_when_upload_damaged(o41_env: Env, o41_api: Client, damage: str) -> None:
     a = _box(o41_env, o41_api, "ver4")
@@ -206,7 +206,7 @@ def test_commit_incomplete_when_upload_damaged(o41_env: Env, o41_api: Client, da
     _assert_invisible(o41_api, a.artifact, "step-00000001")
 
 
-@pytest.mark.rule("VER-4")
+@pytest.mark.rule("VER-4.c")
 def test_uploads_invisible_until_commit(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver4v")
     up = start_upload(o41_api, a.artifact, a.token, "step-00000001", make_files(TINY))
@@ -220,7 +220,7 @@ def test_uploads_invisible_until_commit(o41_env: Env, o41_api: Client) -> None:
     )
 
 
-@pytest.mark.rule("VER-4")
+@pytest.mark.rule("VER-4.e")
 def test_put_too_large_when_body_longer_than_declared(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver4p")
     up = start_upload(o41_api, a.artifact, a.token, "step-00000001", {"m": b"abc"}, put=False)
@@ -229,7 +229,7 @@ def test_put_too_large_when_body_longer_than_declared(o41_env: Env, o41_api: Cli
     check_equal(reply.status, 413, "VER-4", "status of a PUT longer than declared")
 
 
-@pytest.mark.rule("VER-4")
+@pytest.mark.rule("VER-4.e")
 def test_write_too_large_when_declared_size_over_limit(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver4l")
     specs = [{"name": "huge", "size": 10**16, "sha256": sha256(b"")}]
@@ -242,7 +242,7 @@ def test_write_too_large_when_declared_size_over_limit(o41_env: Env, o41_api: Cl
     )
 
 
-@pytest.mark.rule("VER-4")
+@pytest.mark.rule("VER-4.d")
 def test_commit_not_found_when_upload_unknown(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver4u")
     expect_error(

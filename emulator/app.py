@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Mapping
 
@@ -26,6 +27,35 @@ def _apply_chaos(backend: Backend, operation: str) -> None:
     if effect.status:
         raise Unavailable(f"{operation} failed by a chaos rule", effect.status)
     g.cut_after_bytes = effect.cut_after_bytes
+
+
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators: anything a
+# terminal or a log reader could take for a new line or an escape sequence.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\\]")
+
+
+def escape_log(text: str) -> str:
+    """Client-chosen text (holders, names, paths) as one inert line: controls become
+    `\\xNN` / `\\uNNNN`, and a backslash is doubled so an escape cannot be forged."""
+
+    def one(m: re.Match) -> str:
+        ch = m.group()
+        if ch == "\\":
+            return "\\\\"
+        return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+    text = _CONTROL.sub(one, text)
+    # A lone surrogate cannot be written to a UTF-8 log at all.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _subject_of_request() -> str:
+    """Artifact and version of a call that failed before naming its subject."""
+    data = g.get("body")
+    if not isinstance(data, dict):
+        data = request.args
+    parts = [data.get("artifact"), data.get("version")]
+    return " ".join(str(p) for p in parts if p is not None)
 
 
 def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True) -> Flask:
@@ -65,10 +95,11 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
             op = request.path.removeprefix("/api/v1/")
         else:
             op = f"{request.method} {request.path.split('/')[1]}"
-        subject, outcome = g.get("log", ("", ""))
+        subject, outcome = g.get("log", None) or (_subject_of_request(), "")
         if response.status_code >= 400 and response.is_json:
             outcome = (response.get_json(silent=True) or {}).get("error", {}).get("code", "")
-        log.info("%s %s -> %d %s", op, subject, response.status_code, outcome)
+        words = [op, subject, "->", str(response.status_code), outcome]
+        log.info("%s", " ".join(escape_log(w) for w in words if w))
         return response
 
     return app

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
+import ipaddress
 import os
 import shutil
 import sys
@@ -38,7 +40,8 @@ def setting_options(command: click.Command) -> click.Command:
     for row in reversed([r for r in SETTINGS.values() if r.cli]):
         kind: click.ParamType = (click.Choice(row.choices) if row.choices
                                  else click.IntRange(row.minimum) if row.type is int
-                                 else click.FloatRange(row.minimum) if row.type is float
+                                 else click.FloatRange(row.minimum, min_open=row.min_open)
+                                 if row.type is float
                                  else click.STRING)
         default = f" (default {row.default})" if row.default is not None else ""
         command = click.option(f"--{row.name.replace('_', '-')}", row.name, type=kind,
@@ -120,10 +123,11 @@ def main() -> None:
 )
 @click.option(
     "--threads",
-    default=8,
+    default=64,
     show_default=True,
     type=click.IntRange(1, 256),
-    help="Threads per worker process.",
+    help="Threads per worker process: each request in progress holds one, so many keep "
+    "slow clients from starving the rest.",
 )
 @click.option("--quiet", is_flag=True, help="No per-call log lines.")
 def serve(
@@ -156,11 +160,21 @@ def serve(
             prepared.close()
         except Exception as exc:  # a bad endpoint or data dir should say so, not trace back
             raise click.ClickException(f"cannot prepare storage: {exc}") from None
-        sock = bind(host, port)
+        try:
+            sock = bind(host, port)
+        except OSError as exc:
+            raise click.ClickException(_bind_failure(host, port, exc)) from None
         url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
         for name in sorted(settings.faults):
             rule, what = FAULTS[name]
             click.secho(f"!!! FAULT {name} is ON: breaks {rule}: {what}", fg="red", err=True)
+        if not _loopback(host) and not settings.admin_key:
+            click.secho(
+                f"!!! listening on {host} without --admin-key: anyone who can reach it can "
+                "reset it and add keys",
+                fg="red",
+                err=True,
+            )
         key = DEFAULT_KEY if any(k.key == DEFAULT_KEY for k in settings.keys) else "<your key>"
         click.echo(f"o41 emulator listening on {url}")
         click.echo(f"export O41_ARTIFACTS_API_URL={url}/api/v1")
@@ -175,6 +189,26 @@ def serve(
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind_failure(host: str, port: int, exc: OSError) -> str:
+    """One line saying why the port cannot be had and what to do instead."""
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another emulator?): pick another "
+                "with --port PORT, or --port 0 for any free port")
+    if exc.errno == errno.EACCES:
+        return f"not allowed to listen on {host}:{port}: use --port above 1023, or --port 0"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:

@@ -39,10 +39,12 @@ class KeySpec:
 
 def _setting(default: Any = MISSING, help: str = "", *, cli: bool = False,
              toml: bool = True, choices: tuple[str, ...] = (), minimum: float | None = None,
-             factory: Any = MISSING) -> Any:
+             min_open: bool = False, factory: Any = MISSING) -> Any:
     """One row of the settings table: a `Settings` field with its help and where it may be
-    given (a TOML key unless `toml=False`, also a `serve` option and variable when `cli`)."""
-    meta = {"help": help, "cli": cli, "toml": toml, "choices": choices, "minimum": minimum}
+    given (a TOML key unless `toml=False`, also a `serve` option and variable when `cli`).
+    `min_open`: the value must be above `minimum`, not equal to it."""
+    meta = {"help": help, "cli": cli, "toml": toml, "choices": choices, "minimum": minimum,
+            "min_open": min_open}
     return field(default=default, default_factory=factory, metadata=meta)
 
 
@@ -79,6 +81,10 @@ class Settings:
     max_json_bytes: int = _setting(4 << 20, "request bodies of /api/v1", minimum=1)
     chunk_size: int = _setting(1 << 20, "bytes per read and write of the data plane",
                                minimum=1)
+    # Slow or stalled clients cannot hold a server thread forever.
+    read_timeout: float = _setting(30.0, "seconds a request may send no byte (or a download "
+                                   "read none) before it is dropped", cli=True, minimum=0,
+                                   min_open=True)
     faults: frozenset[str] = _setting(frozenset(), "deliberate faults, by name")
     public_url: str | None = _setting(None, "base of signed URLs when behind a proxy")
 
@@ -102,6 +108,7 @@ class SettingRow:
     toml: bool
     choices: tuple[str, ...]
     minimum: float | None
+    min_open: bool
 
     @property
     def kinds(self) -> tuple[Any, ...]:
@@ -138,8 +145,10 @@ def check_value(row: SettingRow, value: Any) -> Any:
         raise ValueError(f"setting {row.name!r} must be {kinds}, not {value!r}")
     if row.choices and value not in row.choices:
         raise ValueError(f"setting {row.name!r} must be one of {', '.join(row.choices)}")
-    if row.minimum is not None and value < row.minimum:
-        raise ValueError(f"setting {row.name!r} must be at least {row.minimum}")
+    if row.minimum is not None and (value <= row.minimum if row.min_open
+                                    else value < row.minimum):
+        bound = "above" if row.min_open else "at least"
+        raise ValueError(f"setting {row.name!r} must be {bound} {row.minimum}")
     return value
 
 

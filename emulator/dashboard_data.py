@@ -54,6 +54,11 @@ class Lane:
     versions: list[VersionMark] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
 
+    @property
+    def box(self) -> str | None:
+        """The box (cluster) a holder id names after ``@``, as the o41 client writes it."""
+        return self.holder.partition("@")[2] or None
+
 
 @dataclass
 class ArtifactView:
@@ -71,6 +76,38 @@ class ArtifactView:
     @property
     def fenced_holders(self) -> list[str]:
         return [lane.holder for lane in self.lanes if lane.fenced_by is not None]
+
+    @property
+    def project(self) -> str:
+        return self.name.partition("/")[0]
+
+    @property
+    def conformance(self) -> bool:
+        """Left by a conformance run: the suite puts each run under a ``conf-*`` project."""
+        return is_conformance(self.project)
+
+
+CONFORMANCE_PREFIX = "conf-"
+
+
+def is_conformance(project: str) -> bool:
+    return project.startswith(CONFORMANCE_PREFIX)
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    artifacts: int
+    conformance: bool
+
+
+def projects(views: list[ArtifactView]) -> list[Project]:
+    """Each project with its artifact count: the user's own first, conformance runs last."""
+    counts: dict[str, int] = defaultdict(int)
+    for v in views:
+        counts[v.project] += 1
+    return [Project(name, n, is_conformance(name))
+            for name, n in sorted(counts.items(), key=lambda kv: (is_conformance(kv[0]), kv[0]))]
 
 
 def artifacts(backend: Backend) -> list[ArtifactView]:
@@ -129,7 +166,8 @@ def artifacts(backend: Backend) -> list[ArtifactView]:
             row["created_at"], forked, ordered,
             sorted({a for (src, _), names in forks.items() if src == row["name"] for a in names}),
         ))
-    return out
+    # The user's own artifacts first; those a conformance run left behind after them.
+    return sorted(out, key=lambda a: (a.conformance, a.name))
 
 
 def _lane(by_epoch: dict[int, Lane], epoch: int, holder: str) -> Lane:
@@ -192,5 +230,7 @@ def usage(backend: Backend) -> UsageView:
         savings.append(Saving(place, kind, location, route, sum(r["versions"] for r in rows),
                               nbytes, saved))
     savings.sort(key=lambda s: (-s.saved_usd, -s.bytes, s.place or ""))
-    transfers = sorted(report["transfers"], key=lambda t: (-t["cost_usd"], -t["bytes"]))
+    # Equal costs keep step order within an artifact, reads and writes of a step together.
+    transfers = sorted(report["transfers"], key=lambda t: (-t["cost_usd"], t["artifact"],
+                                                           t["version"], t["direction"]))
     return UsageView(routes, report["total_cost_usd"], savings, transfers, report["prices"])

@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS upload_files (
     sha256 TEXT NOT NULL,
     received_size INTEGER,
     received_sha256 TEXT,
+    object_key TEXT,
     PRIMARY KEY (upload_id, name)
 );
 CREATE TABLE IF NOT EXISTS versions (
@@ -77,6 +78,7 @@ CREATE TABLE IF NOT EXISTS version_files (
     name TEXT NOT NULL,
     size INTEGER NOT NULL,
     sha256 TEXT NOT NULL,
+    object_key TEXT,
     PRIMARY KEY (artifact, step, name)
 );
 CREATE TABLE IF NOT EXISTS transfers (
@@ -132,12 +134,22 @@ def initialise(path: Path) -> None:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            _add_object_keys(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta (name, value) VALUES ('secret', ?)",
                 (secrets.token_urlsafe(32),),
             )
     finally:
         conn.close()
+
+
+def _add_object_keys(conn: sqlite3.Connection) -> None:
+    """Data dirs made before PUTs wrote unique keys lack `object_key`; NULL there means
+    the file lives at its old fixed key `artifact/upload/name`."""
+    for table in ("upload_files", "version_files"):
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}  # noqa: S608
+        if "object_key" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN object_key TEXT")  # noqa: S608
 
 
 @contextmanager

@@ -75,6 +75,15 @@ def parse_scopes(raw: object) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def scopes_of(conn: sqlite3.Connection, key: str) -> tuple[tuple[str, str], ...] | None:
+    """The scopes an existing key has, or None when no such key exists."""
+    rows = conn.execute(
+        "SELECT prefix, access FROM api_keys WHERE key_hash = ? ORDER BY prefix, access",
+        (digest(key),),
+    ).fetchall()
+    return tuple((r["prefix"], r["access"]) for r in rows) or None
+
+
 def store(conn: sqlite3.Connection, key: str, scopes: tuple[tuple[str, str], ...]) -> None:
     """Create or replace a key's scopes (call inside a transaction)."""
     h = digest(key)

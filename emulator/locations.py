@@ -88,15 +88,18 @@ class Geography:
                     default,
                     INTER_REGION,
                     "default",
-                    f"no location in {place}; checkpoints go to {place.cloud}'s default "
-                    f"location {default.id} (inter-region transfer)",
+                    f"no location in {place}: checkpoints go to {place.cloud}'s default "
+                    f"location {default.id}, billed as inter-region transfer",
                 )
-        where = str(place) if place is not None else "an unknown place"
         fb = self.fallback
+        rt = route(fb.place, place)
+        billed = f"billed as {rt.replace('_', '-')} transfer"
+        why = (f"no location in {place.cloud} (the box is at {place})" if place is not None
+               else "the open gave no place")
+        hint = "" if place is not None else "; give the box's place to write near it"
         return Placement(
             fb,
-            route(fb.place, place),
+            rt,
             "fallback",
-            f"no location in the cloud of {where}; checkpoints go to the fallback location "
-            f"{fb.id} (cross-cloud transfer)",
+            f"{why}: checkpoints go to the fallback location {fb.id}, {billed}{hint}",
         )

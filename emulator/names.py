@@ -23,7 +23,13 @@ PLACE_PART = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
 _PLACE_PART = re.compile(PLACE_PART)
 _FILE_SEGMENT_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]")
 URI_SCHEME = "o41://"
-MAX_FILE_NAME = 1024
+# Names must be storable on every backend: a folder segment is at most 255 bytes on common
+# filesystems, and an S3 key at most 1024 bytes. Objects live at
+# `project/name/upload/random/file` (up to 257 + 1 + 27 + 1 + 16 + 1 bytes before the
+# file name), so 700 bytes of file name always fit.
+MAX_SEGMENT_BYTES = 255
+_BAD_SEGMENTS = frozenset(("", ".", ".."))
+MAX_FILE_NAME_BYTES = 700
 
 
 def artifact_name(value: object) -> str:
@@ -50,15 +56,53 @@ def version_name(step: int) -> str:
     return f"step-{step:08d}"
 
 
+def utf8(value: str, what: str) -> bytes:
+    """The UTF-8 bytes of a string; one that has none (a lone surrogate, which JSON's
+    `\\udc00` escapes can carry) is refused rather than reaching SQLite or a key."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(
+            f"{what} {value[:200]!r} is not valid Unicode (a lone surrogate)"
+        ) from None
+
+
+def check_unicode(value: object, where: str = "request body") -> None:
+    """Refuse any string, key or value, anywhere in parsed JSON, that is not valid Unicode."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            utf8(item, f"a string in the {where}")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def file_name(value: object) -> str:
-    """Check a relative file path with no `.`, `..`, empty or absolute segments (VER-1)."""
-    if not isinstance(value, str) or not value or len(value) > MAX_FILE_NAME:
+    """Check a relative file path with no `.`, `..`, empty or absolute segments (VER-1),
+    short enough to be a file path and an object key on every backend."""
+    if not isinstance(value, str) or not value:
         raise InvalidArgument("file name must be a non-empty relative path")
-    for seg in value.split("/"):
-        if seg in ("", ".", "..") or _FILE_SEGMENT_FORBIDDEN.search(seg):
-            raise InvalidArgument(
-                f"file name {value[:200]!r} has an empty, '.', '..' or bad segment"
-            )
+    raw = utf8(value, "file name")
+    if len(raw) > MAX_FILE_NAME_BYTES:
+        raise InvalidArgument(
+            f"file name {value[:100]!r}... is {len(raw)} bytes in UTF-8; "
+            f"the limit is {MAX_FILE_NAME_BYTES}"
+        )
+    segments = value.split("/")
+    # One regex over the whole name ('/' is not in the class); per segment only set lookups.
+    if _FILE_SEGMENT_FORBIDDEN.search(value) or not _BAD_SEGMENTS.isdisjoint(segments):
+        raise InvalidArgument(f"file name {value[:200]!r} has an empty, '.', '..' or bad segment")
+    if len(raw) > MAX_SEGMENT_BYTES:  # else no segment can be longer
+        for seg in segments:
+            if len(seg.encode("utf-8")) > MAX_SEGMENT_BYTES:
+                raise InvalidArgument(
+                    f"file name {value[:100]!r}... has a segment of {len(seg.encode('utf-8'))} "
+                    f"bytes in UTF-8; the limit is {MAX_SEGMENT_BYTES} per segment"
+                )
     return value
 
 

@@ -51,22 +51,27 @@ def version_json(
         rows = (
             backend.conn()
             .execute(
-                "SELECT name, size, sha256 FROM version_files WHERE artifact = ? AND step = ? "
-                "ORDER BY name",
+                "SELECT name, size, sha256, object_key FROM version_files "
+                "WHERE artifact = ? AND step = ? ORDER BY name",
                 (row["artifact"], row["step"]),
             )
             .fetchall()
         )
-        out["files"] = [dict(f) for f in rows]
+        out["files"] = [{"name": f["name"], "size": f["size"], "sha256": f["sha256"]} for f in rows]
+        # Each file is read from the object its commit recorded (NULL: a pre-upgrade key).
+        keys = [
+            f["object_key"] or object_key(row["artifact"], row["upload_id"], f["name"])
+            for f in rows
+        ]
     out.update(route_fields(backend, loc.place, reader))
     if files and base_url is not None:
         expires = backend.now() + backend.settings.url_lifetime
-        for f in out["files"]:
+        for f, key in zip(out["files"], keys, strict=True):
             f["url"] = backend.signer.sign(
                 base_url,
                 "GET",
                 loc.id,
-                object_key(row["artifact"], row["upload_id"], f["name"]),
+                key,
                 expires,
                 a=row["artifact"],
                 v=row["version"],

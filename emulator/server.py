@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 
 from gunicorn.app.base import BaseApplication
 from gunicorn.http.body import Body, LengthReader
+from gunicorn.workers.gthread import ThreadWorker
 
 from .app import create_app
 from .config import Settings
@@ -35,6 +36,39 @@ def bind(host: str, port: int) -> socket.socket:
     sock.listen(1024)
     sock.set_inheritable(True)
     return sock
+
+
+class TimedSocket(socket.socket):
+    """A client socket whose blocking reads and writes give up after `read_timeout` s.
+
+    gunicorn switches client sockets between blocking (a thread serves a request) and
+    non-blocking (the poller waits for the next one) with setblocking(); here "blocking"
+    means "blocking for at most read_timeout", so a client that stops sending headers or
+    body bytes (or stops reading a response) frees its thread instead of holding it.
+    """
+
+    read_timeout: float = 30.0
+
+    @classmethod
+    def adopt(cls, sock: socket.socket, read_timeout: float) -> TimedSocket:
+        timed = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        timed.read_timeout = read_timeout
+        timed.settimeout(read_timeout)
+        return timed
+
+    def setblocking(self, flag: bool) -> None:
+        self.settimeout(self.read_timeout if flag else 0.0)
+
+
+class EmulatorWorker(ThreadWorker):
+    """gunicorn's threaded worker, with every client socket a `TimedSocket`."""
+
+    read_timeout: float = 30.0
+
+    def enqueue_req(self, conn) -> None:
+        if not isinstance(conn.sock, TimedSocket):  # a new connection, not yet served
+            conn.sock = TimedSocket.adopt(conn.sock, self.read_timeout)
+        super().enqueue_req(conn)
 
 
 class EmulatorServer(BaseApplication):
@@ -53,7 +87,10 @@ class EmulatorServer(BaseApplication):
             "bind": [f"fd://{sock.fileno()}"],
             "workers": workers,
             "threads": threads,
-            "worker_class": "gthread",
+            # A class made per server: workers are forked, and read the timeout from it.
+            "worker_class": type(
+                "EmulatorWorker", (EmulatorWorker,), {"read_timeout": settings.read_timeout}
+            ),
             "timeout": 0,  # long uploads are not a hung worker
             "graceful_timeout": 5,
             "keepalive": 30,

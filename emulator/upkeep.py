@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from . import db, keys
 from .backend import Backend
-from .errors import InvalidArgument
-from .versions import reclaim_expired_uploads
+from .errors import Forbidden, InvalidArgument
+from .uploads import reclaim_expired_uploads
 
 
 def prepare_storage(backend: Backend) -> None:
@@ -26,13 +26,22 @@ def health(backend: Backend) -> dict:
 
 
 def add_key(backend: Backend, key: object, scopes: object) -> dict:
-    """Store a key (a new random one when `key` is empty) with its scopes."""
+    """Store a key (a new random one when `key` is empty) with its scopes.
+
+    Anyone who can reach an open emulator may add keys, but changing an existing key's
+    scopes (a read-only key made a writer) is an escalation: it needs the admin key, which
+    the web layer has checked when one is configured, so without one it is refused."""
     key = key or keys.new_key()
     if not isinstance(key, str) or not key.startswith("ak_") or len(key) > 200:
         raise InvalidArgument("key must be a string starting with 'ak_'")
     parsed = keys.parse_scopes(scopes)
     conn = backend.conn()
     with db.transaction(conn):
+        existing = keys.scopes_of(conn, key)
+        stored = tuple(sorted(dict(parsed).items()))  # one access per prefix, last wins
+        if existing not in (None, stored) and not backend.settings.admin_key:
+            raise Forbidden("this key exists already; changing its scopes needs the admin "
+                            "key (start the emulator with --admin-key)")
         keys.store(conn, key, parsed)
     return {"key": key, "scopes": keys.Principal(parsed).json()}
 

@@ -25,6 +25,7 @@ from .keys import Principal
 from .names import Place
 from .replies import object_key, version_json
 from .stored import iso, place_from_text
+from .uploads import reclaim_expired_uploads, require_committable
 
 
 def latest_step(backend: Backend, artifact: str) -> int | None:
@@ -35,22 +36,6 @@ def latest_step(backend: Backend, artifact: str) -> int | None:
         .fetchone()
     )
     return row[0]
-
-
-def reclaim_expired_uploads(backend: Backend) -> int:
-    """Delete uploads never committed within `upload_lifetime`, with their bytes."""
-    conn = backend.conn()
-    rows = conn.execute(
-        "SELECT id, artifact, location FROM uploads WHERE state = 'open' AND expires_at < ?",
-        (backend.now(),),
-    ).fetchall()
-    for row in rows:
-        bucket = backend.location(row["location"]).bucket
-        backend.storage.delete_prefix(bucket, object_key(row["artifact"], row["id"], ""))
-        with db.transaction(conn):
-            conn.execute("DELETE FROM upload_files WHERE upload_id = ?", (row["id"],))
-            conn.execute("DELETE FROM uploads WHERE id = ?", (row["id"],))
-    return len(rows)
 
 
 def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None:
@@ -102,10 +87,12 @@ def _parse_files(backend: Backend, files: object) -> list[tuple[str, int, str]]:
             )
         seen.add(name)
         out.append((name, size, sha))
-    # A file cannot also be a folder of another file's path.
-    for name in seen:
-        if any(other.startswith(name + "/") for other in seen):
-            raise InvalidArgument(f"file {name!r} is also a folder of another file")
+    # A file cannot also be a folder of another file's path. Collecting every folder once
+    # is linear in the names' total length (10,000 names: milliseconds, not seconds).
+    folders = {name[:i] for name in seen for i, ch in enumerate(name) if ch == "/"}
+    clash = seen & folders
+    if clash:
+        raise InvalidArgument(f"file {min(clash)!r} is also a folder of another file")
     return out
 
 
@@ -204,6 +191,7 @@ def commit_version(
             _check_epoch(backend, name, min(up["epoch"], tok["epoch"]), "commit")
         if up["state"] == "committed":
             raise VersionExists(f"{name}/{up['version']} is already committed")
+        require_committable(backend, up)
         _check_name(backend, name, up["version"], up["step"])
         files = conn.execute(
             "SELECT * FROM upload_files WHERE upload_id = ? ORDER BY name", (upload,)
@@ -251,8 +239,9 @@ def _insert_version(
         ),
     )
     conn.executemany(
-        "INSERT INTO version_files (artifact, step, name, size, sha256) VALUES (?,?,?,?,?)",
-        [(artifact, step, f["name"], f["size"], f["sha256"]) for f in files],
+        "INSERT INTO version_files (artifact, step, name, size, sha256, object_key) "
+        "VALUES (?,?,?,?,?,?)",
+        [(artifact, step, f["name"], f["size"], f["sha256"], f["object_key"]) for f in files],
     )
     conn.execute("UPDATE uploads SET state = 'committed' WHERE id = ?", (up["id"],))
     conn.execute(

@@ -17,8 +17,14 @@ from typing import Any
 
 import requests
 
-from .config import Place, Settings
-from .errors import ServerError, TransportError, VersionExists, from_response
+from .config import ENV_KEY, ENV_URL, Place, Settings, redact_key
+from .errors import (
+    ServerError,
+    TransportError,
+    Unauthenticated,
+    VersionExists,
+    from_response,
+)
 
 DEFAULT_TIMEOUT = 30.0
 ATTEMPTS = 6
@@ -117,6 +123,8 @@ class ApiClient:
         url = self.api_url + path
         try:
             resp = self.session.request(method, url, timeout=self.timeout, **kwargs)
+        except requests.ConnectionError as exc:
+            raise TransportError(self.unreachable(exc)) from exc
         except requests.RequestException as exc:
             raise TransportError(f"{method} {url}: {exc}") from exc
         try:
@@ -124,12 +132,27 @@ class ApiClient:
         except ValueError:
             body = None
         if resp.status_code >= 400:
-            raise from_response(resp.status_code, body)
+            error = from_response(resp.status_code, body)
+            if isinstance(error, Unauthenticated):
+                raise Unauthenticated(self.unknown_key(error.message), status=error.status)
+            raise error
         if not isinstance(body, dict):
             raise TransportError(
                 f"{method} {url}: HTTP {resp.status_code} without a JSON object "
                 f"(is {self.api_url} an o41 Artifacts API?)", status=resp.status_code)
         return body
+
+    def unreachable(self, exc: Exception) -> str:
+        """Name the URL and the likely cause: nothing listens there (emulator not running)."""
+        why = "connection refused" if "refused" in str(exc).lower() else "no connection"
+        return (f"cannot reach the o41 Artifacts API at {self.api_url} ({why}): is the "
+                f"emulator running there? Start it with `o41-emulator serve`, or point "
+                f"{ENV_URL} at the right URL")
+
+    def unknown_key(self, server_message: str) -> str:
+        """One wrong-key message for every command and call, the key masked."""
+        return (f"the API key {redact_key(self.api_key)} is not known to {self.api_url} "
+                f"(check {ENV_KEY}): {server_message}")
 
 
 __all__ = ["ApiClient"]

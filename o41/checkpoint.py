@@ -20,10 +20,11 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from typing import Any
 
 from .api import ApiClient
-from .config import Place, Settings, redact_key
+from .config import Place, Settings, redact_key, same_task
 from .errors import (
     ApiError,
     ConfigError,
@@ -31,11 +32,10 @@ from .errors import (
     Forbidden,
     NotFound,
     TransportError,
-    Unauthenticated,
 )
 from .location import Location, version_name
 from .models import Version
-from .transfer import WORKERS, Source, collect, download, hash_files, upload
+from .transfer import WORKERS, LocalFile, Source, collect, download, hash_files, upload
 
 log = logging.getLogger("o41")
 
@@ -90,8 +90,11 @@ class Run:
         or bytes. Raises ``Fenced`` (naming who holds the artifact now) if a newer open
         superseded this run; the version is then never visible.
         """
+        return self.save_files(step, hash_files(collect(files), self.workers))
+
+    def save_files(self, step: int, local: list[LocalFile]) -> Version:
+        """``save`` of files already sized and hashed (the fsspec filesystem stages them)."""
         name = version_name(step)
-        local = hash_files(collect(files), self.workers)
         try:
             ticket = self.api.write_version(self.artifact, self.token, name,
                                             [f.declaration() for f in local])
@@ -118,7 +121,7 @@ class Run:
             by_holder, by_epoch = info.get("holder"), info.get("epoch")
         except (ApiError, TransportError):
             by_holder = by_epoch = None
-        if by_holder is not None and by_holder == self.holder:
+        if same_task(by_holder, self.holder):
             who = f"a newer launch of the same task (holder {by_holder!r}) at epoch {by_epoch}"
         elif by_holder or by_epoch:
             who = f"holder {by_holder!r} at epoch {by_epoch}"
@@ -144,17 +147,13 @@ def open(location: str, resume: str | None = None, *, settings: Settings | None 
         raise ConfigError(f"{location!r} names a version; open the artifact "
                           "(o41://project/name) and pass the version as resume=")
     if resume not in (None, "latest"):
-        Location.parse(resume)  # a fork source must be a well-formed o41:// version
+        _check_fork_source(resume)
     settings = settings or Settings.from_env()
     api = api or ApiClient.from_settings(settings)
     place = place if place is not None else settings.place
     holder = holder or settings.holder
     try:
         reply = api.open(loc.artifact, resume=resume, place=place, holder=holder)
-    except Unauthenticated as exc:
-        raise Unauthenticated(
-            f"the API key {redact_key(api.api_key)} is not known to {api.api_url} "
-            f"(check O41_ARTIFACTS_API_KEY): {exc.message}", status=exc.status) from None
     except Forbidden as exc:
         raise Forbidden(
             f"the API key {redact_key(api.api_key)} has no write access to {loc.artifact}"
@@ -173,6 +172,19 @@ def open(location: str, resume: str | None = None, *, settings: Settings | None 
         log.info("%s: opened at epoch %s, fencing holder %r (epoch %s)", loc.artifact,
                  run.epoch, run.fenced.get("holder"), run.fenced.get("epoch"))
     return run
+
+
+def _check_fork_source(resume: object) -> None:
+    """A resume other than "latest"/None must be an o41:// checkpoint; say what is allowed."""
+    if isinstance(resume, str) and resume.startswith("o41://"):
+        Location.parse(resume)
+        return
+    allowed = ('resume must be "latest", None or an o41:// checkpoint '
+               '(o41://project/name/step-XXXXXXXX)')
+    close = get_close_matches(resume.lower(), ["latest"], n=1, cutoff=0.6) if isinstance(
+        resume, str) else []
+    hint = ' Did you mean "latest"?' if close else ""
+    raise ConfigError(f"resume={resume!r} is not allowed: {allowed}.{hint}")
 
 
 __all__ = ["Run", "open"]

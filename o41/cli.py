@@ -1,6 +1,6 @@
 """The ``o41`` command: list, copy and account for checkpoints.
 
-Exit codes (``o41.ExitCode``; a failure prints one line ``o41: <kind>: <message>`` on stderr):
+Exit codes (``o41.ExitCode``; a failure prints one line ``o41: <code>: <message>`` on stderr):
 
 ====  ===========  ==============================================================
 code  name         when
@@ -169,8 +169,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except O41Error as exc:
-        kind = getattr(exc, "code", None) or type(exc).__name__
         message = " ".join(str(exc).split())
-        click.echo(f"o41: {kind}: {message}", err=True)
+        click.echo(f"o41: {exc.code}: {message}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else ExitCode.OK)

@@ -92,13 +92,34 @@ def place_from_env(env: Mapping[str, str] | None = None) -> Place | None:
 
 
 def holder_from_env(env: Mapping[str, str] | None = None) -> str:
-    """Holder id: ``<task id>/rank-<rank>`` under SkyPilot, else ``<host>:<pid>``."""
+    """Holder id: ``<task id>/rank-<rank>`` under SkyPilot, else ``<host>:<pid>``.
+
+    When ``SKYPILOT_CLUSTER_INFO`` names the cluster, ``@<cluster>`` follows, so boxes of one
+    task on different clusters are told apart; ``same_task`` still sees them as one task.
+    """
     env = os.environ if env is None else env
     task = env.get(ENV_TASK_ID, "").strip()
     if task:
         rank = env.get(ENV_NODE_RANK, "").strip()
-        return f"{task}/rank-{rank}" if rank else task
+        holder = f"{task}/rank-{rank}" if rank else task
+        cluster = _cluster_name(env.get(ENV_CLUSTER_INFO, ""))
+        return f"{holder}@{cluster}" if cluster else holder
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _cluster_name(text: str) -> str | None:
+    try:
+        name = json.loads(text).get("cluster_name") if text.strip() else None
+    except (ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def same_task(holder: str | None, other: str | None) -> bool:
+    """Whether two holder ids are launches of one task (they differ at most in ``@cluster``)."""
+    if not holder or not other:
+        return False
+    return holder.partition("@")[0] == other.partition("@")[0]
 
 
 @dataclass(frozen=True)
@@ -125,9 +146,15 @@ class Settings:
 
 
 def redact_key(key: str) -> str:
-    """Show enough of a key to recognise it in a message, never the whole secret."""
-    return key if len(key) <= 8 else f"{key[:6]}…{key[-2:]}"
+    """Show enough of a key to recognise it in a message, never the whole secret.
+
+    Long keys keep 6 leading and 2 trailing characters; shorter ones only their ``ak_``-like
+    prefix (at most 3 characters), so a short key is masked as well as a long one.
+    """
+    if len(key) >= 24:
+        return f"{key[:6]}…{key[-2:]}"
+    return f"{key[:min(3, len(key) // 2)]}…"
 
 
 __all__ = ["Place", "Settings", "holder_from_env", "normalize_api_url",
-           "place_from_cluster_info", "place_from_env", "redact_key"]
+           "place_from_cluster_info", "place_from_env", "redact_key", "same_task"]

@@ -46,20 +46,23 @@ class ExitCode(IntEnum):
 
 
 class O41Error(Exception):
-    """Base of every error the client raises."""
+    """Base of every error the client raises; ``code`` is what ``o41: <code>: ...`` shows."""
 
+    code: str = "error"
     exit_code: ExitCode = ExitCode.ERROR
 
 
 class ConfigError(O41Error, ValueError):
     """The environment or an argument is unusable (missing key, bad ``o41://`` location)."""
 
+    code = "config_error"
     exit_code = ExitCode.INVALID
 
 
 class TransportError(O41Error):
     """The API or a signed URL could not be reached, or replied with something unexpected."""
 
+    code = "transport_error"
     exit_code = ExitCode.TRANSFER
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
@@ -70,11 +73,13 @@ class TransportError(O41Error):
 class IntegrityError(TransportError):
     """Downloaded bytes do not match the sha256 (or size) the version declares."""
 
+    code = "integrity_error"
+
 
 class ApiError(O41Error):
     """An error reply of the API: ``{"error": {"code", "message"}}`` with its HTTP status."""
 
-    code: str = "unknown"
+    code = "unknown"
 
     def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
         super().__init__(message)
@@ -143,8 +148,11 @@ class Incomplete(Conflict):
     code = "incomplete"
 
 
-class Fenced(Conflict):
+class Fenced(Conflict, PermissionError):
     """A newer open of the artifact fenced this run: its writes are refused.
+
+    A ``PermissionError`` too, so code that knows nothing of o41 (fsspec callers, generic
+    checkpoint writers) sees a permission failure rather than an unknown exception.
 
     ``by_holder`` and ``by_epoch`` name who holds the artifact now (the fencer, or whoever
     opened it after the fencer); ``epoch`` is the fenced run's own epoch.

@@ -9,7 +9,9 @@ from .errors import ConfigError
 
 SCHEME = "o41://"
 VERSION_RE = re.compile(r"^step-\d{8}$")
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+ALLOWED = ("letters, digits, '.', '_' and '-', starting with a letter or digit, "
+           "at most 128 characters")
 
 
 def version_name(step: int) -> str:
@@ -33,10 +35,14 @@ class Location:
         if not isinstance(text, str) or not text.startswith(SCHEME):
             raise ConfigError(f"{text!r} is not an o41:// location (o41://project/name)")
         parts = text[len(SCHEME):].rstrip("/").split("/")
-        if len(parts) not in (2, 3) or not all(_SEGMENT.match(p) for p in parts[:2]):
+        if len(parts) not in (2, 3):
             raise ConfigError(
                 f"{text!r} is not o41://project/name or o41://project/name/step-XXXXXXXX"
             )
+        bad = [p for p in parts[:2] if not _SEGMENT.fullmatch(p)]
+        if bad:
+            raise ConfigError(f"{text!r}: {bad[0]!r} is not a valid project or name: use "
+                              f"{ALLOWED}")
         version = parts[2] if len(parts) == 3 else None
         if version is not None and version != "latest" and not VERSION_RE.match(version):
             raise ConfigError(

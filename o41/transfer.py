@@ -25,20 +25,19 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-import requests
 from tqdm import tqdm
 
+from .dataplane import Connections, RangeReply, Retry, data_plane_error, put
 from .errors import IntegrityError, TransportError
+from .inorder import READ_BACK, InOrderHash
 from .local import WORKERS, LocalFile, Source, check_name, collect, hash_files
 from .models import FileEntry
 
 MIN_CHUNK = 1024 * 1024
-MAX_CHUNK = 16 * 1024 * 1024
-CHUNKS_PER_FILE = 32
-BLOCK = 256 * 1024
+MAX_CHUNK = 128 * 1024 * 1024
+BLOCK = 1024 * 1024
 MARK = 1024 * 1024
 RETRIES = 5
-TIMEOUT = 60.0
 PART_SUFFIX = ".o41part"
 LOG_SUFFIX = ".o41part.log"
 
@@ -50,38 +49,6 @@ def progress_bar(total: int, desc: str, enabled: bool | None = None,
         enabled = bool(getattr(stream, "isatty", lambda: False)())
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
                 disable=not enabled, file=stream, delay=0.5, leave=False)
-
-
-class _Session(threading.local):
-    """One requests session per worker thread (sessions are not thread-safe)."""
-
-    def __init__(self) -> None:
-        self.session = requests.Session()
-
-
-class _Counting:
-    """A file body for PUT that reports bytes read to the progress bar."""
-
-    def __init__(self, fileobj: IO[bytes], size: int, tick: Callable[[int], None]) -> None:
-        self.fileobj, self.size, self.tick = fileobj, size, tick
-
-    def __len__(self) -> int:
-        return self.size
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.fileobj.read(n)
-        self.tick(len(data))
-        return data
-
-
-def _data_plane_error(method: str, resp: requests.Response) -> TransportError:
-    try:
-        detail = resp.json()["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        detail = resp.text[:200]
-    hint = " (signed URL rejected or expired)" if resp.status_code == 403 else ""
-    return TransportError(f"{method} signed URL: HTTP {resp.status_code}{hint}: {detail}",
-                          status=resp.status_code)
 
 
 def _run_parallel(tasks: list[Callable[[], None]], workers: int, stop: threading.Event) -> None:
@@ -102,8 +69,9 @@ def _run_parallel(tasks: list[Callable[[], None]], workers: int, stop: threading
 
 def upload(files: list[LocalFile], urls: Mapping[str, str], *, workers: int = WORKERS,
            progress: bool | None = None) -> None:
-    """PUT every file to its signed URL in parallel; connection errors are retried."""
-    sessions = _Session()
+    """PUT every file to its signed URL in parallel (files by ``sendfile``); connection
+    errors and 502/503/504 are retried."""
+    conns = Connections()
     stop = threading.Event()
     lock = threading.Lock()
     bar = progress_bar(sum(f.size for f in files), "upload", progress)
@@ -112,57 +80,78 @@ def upload(files: list[LocalFile], urls: Mapping[str, str], *, workers: int = WO
         with lock:
             bar.update(n)
 
-    def put(item: LocalFile) -> None:
+    def put_one(item: LocalFile) -> None:
         url = urls.get(item.name)
         if url is None:
             raise TransportError(f"the server gave no upload URL for {item.name}")
+        body = item.data if item.data is not None else item.path
+        assert body is not None
         for attempt in range(1, RETRIES + 1):
             if stop.is_set():
                 return
             try:
-                if item.data is not None:
-                    resp = sessions.session.put(url, data=item.data, timeout=TIMEOUT)
-                    tick(item.size)
-                else:
-                    assert item.path is not None
-                    with item.path.open("rb") as f:
-                        body = _Counting(f, item.size, tick)
-                        resp = sessions.session.put(url, data=body, timeout=TIMEOUT)
-            except requests.RequestException as exc:
+                status, reply = put(conns, url, body, item.size, tick)
+            except Retry as exc:
                 if attempt == RETRIES:
                     raise TransportError(f"PUT {item.name}: {exc}") from exc
                 time.sleep(0.1 * attempt)
                 continue
-            if resp.status_code in (502, 503, 504) and attempt < RETRIES:
+            if status in (502, 503, 504) and attempt < RETRIES:
                 time.sleep(0.1 * attempt)  # a transient refusal: nothing was stored
                 continue
-            if resp.status_code >= 400:
-                raise _data_plane_error(f"PUT {item.name}", resp)
+            if status >= 400:
+                raise data_plane_error(f"PUT {item.name}", status, reply)
             return
 
     try:
-        _run_parallel([lambda f=f: put(f) for f in files], workers, stop)
+        _run_parallel([lambda f=f: put_one(f) for f in files], workers, stop)
     finally:
         bar.close()
+        conns.close()
 
 
 class _Partial:
-    """The ``.o41part`` file and its chunk log for one destination file."""
+    """The ``.o41part`` file, its chunk log and its running sha256, for one destination."""
 
-    def __init__(self, final: Path, entry: FileEntry, chunk: int) -> None:
-        self.final, self.entry, self.chunk = final, entry, chunk
+    def __init__(self, final: Path, entry: FileEntry, chunk: int,
+                 keep_logged: bool = True) -> None:
+        self.final, self.entry = final, entry
         self.part = final.with_name(final.name + PART_SUFFIX)
         self.log = final.with_name(final.name + LOG_SUFFIX)
-        self.header = json.dumps({"sha256": entry.sha256, "size": entry.size, "chunk": chunk})
-        self.lock = threading.Lock()
+        self.chunk = self._logged_chunk() if keep_logged else None
+        self.chunk = self.chunk or chunk
+        self.header = json.dumps({"sha256": entry.sha256, "size": entry.size,
+                                  "chunk": self.chunk})
         self.done, self.reached = self._read_log()
         final.parent.mkdir(parents=True, exist_ok=True)
-        if not self.done and not self.reached:
+        fresh = not self.done and not self.reached
+        if fresh:
             self.log.write_text(self.header + "\n")
-        if not self.part.exists() or not self.done and not self.reached:
+        if not self.part.exists() or fresh:
             with self.part.open("wb") as f:
                 f.truncate(entry.size)
         self.fd = os.open(self.part, os.O_RDWR)
+        self.log_fd = os.open(self.log, os.O_WRONLY | os.O_APPEND)
+        self.hash = InOrderHash(self.fd, entry.size)
+        for index in self.done:  # bytes an earlier run wrote are hashed from the disk
+            start, end = self.bounds(index)
+            self.hash.note(start, end + 1)
+        for index in self.reached:
+            if index not in self.done:
+                self.hash.note(self.bounds(index)[0], self.resume_at(index))
+
+    def _logged_chunk(self) -> int | None:
+        """The range size an interrupted download of these same bytes used, if any."""
+        try:
+            with self.log.open() as f:
+                head = json.loads(f.readline())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(head, dict) or (head.get("sha256"), head.get("size")) != (
+                self.entry.sha256, self.entry.size):
+            return None
+        chunk = head.get("chunk")
+        return chunk if isinstance(chunk, int) and chunk > 0 else None
 
     def _read_log(self) -> tuple[set[int], dict[int, int]]:
         """Finished chunks (``i``) and how far unfinished ones got (``i@offset``)."""
@@ -198,21 +187,29 @@ class _Partial:
         return start, min(self.entry.size, start + self.chunk) - 1
 
     def mark(self, index: int, offset: int | None = None) -> None:
-        """Log chunk ``index`` as finished, or as written up to ``offset`` (exclusive)."""
-        with self.lock, self.log.open("a") as f:
-            f.write(f"{index}\n" if offset is None else f"{index}@{offset}\n")
+        """Log chunk ``index`` as finished, or as written up to ``offset`` (exclusive).
 
-    def finish(self) -> None:
+        One ``write`` of a whole line on an ``O_APPEND`` descriptor: lines of several
+        threads never interleave.
+        """
+        os.write(self.log_fd, (f"{index}\n" if offset is None else f"{index}@{offset}\n").encode())
+
+    def close(self) -> None:
+        """Close the part file and the log (again is a no-op)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            os.close(self.log_fd)
+            self.fd = self.log_fd = -1
+
+    def finish(self, scratch: memoryview) -> None:
         """Check size and sha256, then rename into place; a mismatch discards the bytes."""
-        digest = hashlib.sha256()
-        with self.part.open("rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(0)
-            hashlib.file_digest(f, lambda: digest)
-        if size != self.entry.size or digest.hexdigest() != self.entry.sha256:
+        size = os.fstat(self.fd).st_size
+        digest = self.hash.finish(scratch)
+        self.close()
+        if size != self.entry.size or digest != self.entry.sha256:
             self.discard()
             raise IntegrityError(
-                f"{self.entry.name}: downloaded {size} bytes with sha256 {digest.hexdigest()}, "
+                f"{self.entry.name}: downloaded {size} bytes with sha256 {digest}, "
                 f"expected {self.entry.size} bytes with sha256 {self.entry.sha256}")
         os.replace(self.part, self.final)
         self.log.unlink(missing_ok=True)
@@ -230,11 +227,23 @@ def _is_complete(path: Path, entry: FileEntry) -> bool:
         return hashlib.file_digest(f, "sha256").hexdigest() == entry.sha256
 
 
-def chunk_for(size: int) -> int:
-    """Range size for a file: a 32nd of it, within 1-16 MiB. A function of the size alone, so
-    a resumed download splits the file the same way; small enough that a killed download
-    loses little, large enough that a 20 GB file is ~1,300 requests."""
-    return min(MAX_CHUNK, max(MIN_CHUNK, -(-size // CHUNKS_PER_FILE)))
+def chunk_for(total: int, workers: int = WORKERS) -> int:
+    """Range size of a download of ``total`` bytes: about one range per worker, 1-128 MiB.
+
+    Few, large ranges: every request costs the server far more than a MiB of ``sendfile``
+    does, and a range that lands out of order is hashed by reading it back. A file smaller
+    than the range is one range. Progress inside a range is logged every MiB, so a killed
+    download still loses little; a resumed one keeps the range size its log names.
+    """
+    return min(MAX_CHUNK, max(MIN_CHUNK, -(-total // max(1, workers))))
+
+
+class _Buffers(threading.local):
+    """Each worker's reused receive buffer (and a second one to read back for hashing)."""
+
+    def __init__(self) -> None:
+        self.recv = memoryview(bytearray(BLOCK))
+        self.scratch = memoryview(bytearray(READ_BACK))
 
 
 def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
@@ -242,7 +251,7 @@ def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
              progress: bool | None = None) -> list[Path]:
     """Download files by parallel ranged GETs into ``dest``, resuming and verifying each."""
     root = Path(dest)
-    partials: list[_Partial] = []
+    wanted: list[tuple[Path, FileEntry]] = []
     paths: list[Path] = []
     for entry in entries:
         if not entry.url:
@@ -250,12 +259,18 @@ def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
         final = root.joinpath(*PurePosixPath(check_name(entry.name)).parts)
         paths.append(final)
         if not _is_complete(final, entry):
-            partials.append(_Partial(final, entry, chunk_size or chunk_for(entry.size)))
-    todo = [(p, i) for p in partials for i in range(p.chunks) if i not in p.done]
+            wanted.append((final, entry))
+    chunk = chunk_size or chunk_for(sum(e.size for _, e in wanted), workers)
+    partials = [_Partial(final, entry, chunk, keep_logged=chunk_size is None)
+                for final, entry in wanted]
+    # Chunk 0 of every file first, then chunk 1...: the threads spread over the files and
+    # each file's chunks tend to land in order, at its hash frontier.
+    todo = sorted(((p, i) for p in partials for i in range(p.chunks) if i not in p.done),
+                  key=lambda t: t[1])
     bar = progress_bar(sum(p.entry.size for p in partials), "download", progress)
     bar.update(sum(p.entry.size for p in partials)
                - sum(p.bounds(i)[1] + 1 - p.resume_at(i) for p, i in todo))
-    sessions = _Session()
+    conns, buffers = Connections(), _Buffers()
     stop = threading.Event()
     lock = threading.Lock()
 
@@ -264,49 +279,61 @@ def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
             bar.update(n)
 
     try:
-        _run_parallel([lambda p=p, i=i: _fetch_chunk(p, i, sessions, stop, tick)
+        _run_parallel([lambda p=p, i=i: _fetch_chunk(p, i, conns, buffers, stop, tick)
                        for p, i in todo], workers, stop)
+        for p in partials:
+            p.finish(buffers.scratch)
     finally:
         bar.close()
+        conns.close()
         for p in partials:
-            os.close(p.fd)
-    for p in partials:
-        p.finish()
+            p.close()
     return paths
 
 
-def _fetch_chunk(p: _Partial, index: int, sessions: _Session, stop: threading.Event,
-                 tick: Callable[[int], None]) -> None:
-    """GET one chunk by Range, asking again from where a cut body stopped.
+def _fetch_chunk(p: _Partial, index: int, conns: Connections, buffers: _Buffers,
+                 stop: threading.Event, tick: Callable[[int], None]) -> None:
+    """GET one chunk by Range into the thread's buffer, asking again from where a cut body
+    stopped. Each block is written at its offset and hashed if it is next in line.
 
     Progress is logged every ``MARK`` bytes, so a killed process resumes mid-chunk.
     """
     end = p.bounds(index)[1]
     pos = marked = p.resume_at(index)
     failures = 0
+    view, scratch = buffers.recv[:BLOCK], buffers.scratch
     while pos <= end and not stop.is_set():
         try:
-            resp = sessions.session.get(p.entry.url, headers={"Range": f"bytes={pos}-{end}"},
-                                        stream=True, timeout=TIMEOUT)
-            with resp:
-                _check_range(resp, p.entry, pos, end)
-                for block in resp.iter_content(BLOCK):
-                    block = block[: end + 1 - pos]
-                    os.pwrite(p.fd, block, pos)
-                    pos += len(block)
-                    tick(len(block))
-                    if pos - marked >= MARK and pos <= end:
-                        p.mark(index, pos)
-                        marked = pos
-                    if pos > end or stop.is_set():
-                        break
-        except (requests.RequestException, _Retry) as exc:
+            reply = RangeReply(conns, p.entry.url or "", pos, end)
+            _check_range(reply, p.entry, pos, end)
+            while pos <= end and not stop.is_set():
+                n = reply.readinto(view[: min(len(view), end + 1 - pos)])
+                if n == 0:
+                    break
+                _pwrite_all(p.fd, view[:n], pos)
+                p.hash.written(pos, view[:n], scratch)
+                pos += n
+                tick(n)
+                if pos - marked >= MARK and pos <= end:
+                    p.mark(index, pos)
+                    marked = pos
+            if pos > end:
+                reply.finish()
+            else:
+                reply.abandon()
+        except Retry as exc:
+            if marked < pos <= end:  # what arrived before the cut is on disk: a kill keeps it
+                p.mark(index, pos)
+                marked = pos
             failures += 1
             if failures >= RETRIES:
                 raise TransportError(f"GET {p.entry.name} bytes {pos}-{end}: {exc}") from exc
             time.sleep(0.05 * failures)
             continue
         if pos <= end and not stop.is_set():
+            if marked < pos:
+                p.mark(index, pos)
+                marked = pos
             failures += 1  # the body ended early without an error: ask for the rest
             if failures >= RETRIES:
                 raise TransportError(f"GET {p.entry.name}: body ended at byte {pos} of {end}")
@@ -314,25 +341,30 @@ def _fetch_chunk(p: _Partial, index: int, sessions: _Session, stop: threading.Ev
         p.mark(index)
 
 
-class _Retry(Exception):
-    """A data-plane reply worth asking again (5xx)."""
+def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
+    while data:
+        n = os.pwrite(fd, data, offset)
+        data, offset = data[n:], offset + n
 
 
-def _check_range(resp: requests.Response, entry: FileEntry, start: int, end: int) -> None:
+def _check_range(reply: RangeReply, entry: FileEntry, start: int, end: int) -> None:
     """Accept 206 for exactly the asked range, or 200 when the whole file was asked."""
-    if resp.status_code == 206:
-        got = resp.headers.get("Content-Range", "")
+    status = reply.status
+    if status == 206:
+        got = reply.header("Content-Range")
         if not got.startswith(f"bytes {start}-"):
+            reply.abandon()
             raise TransportError(f"GET {entry.name}: asked bytes {start}-{end}, got {got!r}")
         return
-    if resp.status_code == 200 and start == 0 and end == entry.size - 1:
+    if status == 200 and start == 0 and end == entry.size - 1:
         return
-    if resp.status_code >= 500:
-        raise _Retry(f"HTTP {resp.status_code}")
-    if resp.status_code >= 400:
-        raise _data_plane_error(f"GET {entry.name}", resp)
-    raise TransportError(f"GET {entry.name}: HTTP {resp.status_code} for a ranged GET "
-                         "(the server ignores Range)", status=resp.status_code)
+    body = reply.body()
+    if status >= 500:
+        raise Retry(f"HTTP {status}")
+    if status >= 400:
+        raise data_plane_error(f"GET {entry.name}", status, body)
+    raise TransportError(f"GET {entry.name}: HTTP {status} for a ranged GET "
+                         "(the server ignores Range)", status=status)
 
 
 __all__ = ["LocalFile", "Source", "WORKERS", "chunk_for", "collect", "download", "hash_files",

@@ -73,7 +73,7 @@ def replay(scenario: str, command: tuple[str, ...], artifact: str | None, timeou
     try:
         result = runner.run(emulator, artifact.removeprefix("o41://") if artifact else None)
     except HarnessError as exc:
-        click.echo(f"replay: {exc} (box logs in {workdir})", err=True)
+        click.echo(f"replay: {exc}\nreplay: box logs in {workdir}", err=True)
         sys.exit(EXIT_HARNESS)
     finally:
         emulator.stop()

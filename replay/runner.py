@@ -31,6 +31,7 @@ from .scenario import Box, Scenario
 
 START_TIMEOUT = 30.0
 POLL = 0.05
+TAIL_LINES = 8
 
 
 class HarnessError(RuntimeError):
@@ -99,7 +100,8 @@ def start_emulator(data_dir: Path, extra: Sequence[str] = ()) -> Emulator:
 
 def absolute_args(command: Sequence[str], cwd: Path) -> list[str]:
     """Make arguments that name existing relative paths absolute (boxes run elsewhere)."""
-    return [str((cwd / a).resolve()) if not os.path.isabs(a) and (cwd / a).exists() else a
+    # abspath, not resolve(): a venv's python is a symlink that must stay one
+    return [os.path.abspath(cwd / a) if not os.path.isabs(a) and (cwd / a).exists() else a
             for a in command]
 
 
@@ -190,7 +192,8 @@ class Runner:
                 if run.preempted:
                     return
                 if run.poll():
-                    self.log(f"{run.box.id} exited with {run.returncode}")
+                    self.log(f"{run.box.id} exited with {run.returncode}"
+                             + self.crashed_early(run))
                     return
                 if p and p.after_seconds is not None and now - run.launched >= p.after_seconds:
                     self.preempt(run, p.mode, self.recorder.checkpoints(run.box.id))
@@ -200,6 +203,15 @@ class Runner:
                     self.preempt(run, "kill", self.recorder.checkpoints(run.box.id))
                     return
             self.recorder.wait(POLL)
+
+    def crashed_early(self, run: BoxRun) -> str:
+        """For a box that exited non-zero before any API call: the tail of its log, else ""."""
+        if run.preempted or run.returncode in (0, None):
+            return ""
+        if any(c.box == run.box.id for c in self.recorder.snapshot()):
+            return ""
+        return (f" before making any API call; the last lines of {run.log}:\n"
+                + log_tail(run.log))
 
     def preempt(self, run: BoxRun, mode: str, done: int) -> None:
         run.preempted, run.preempted_at = mode, time.monotonic()
@@ -251,9 +263,24 @@ class Runner:
                         run.signal(signal.SIGKILL)
                         run.process.wait()
         calls = self.recorder.snapshot()
+        crashed = [r for r in self.runs if self.crashed_early(r)]
+        if artifact is None and crashed and not any(c.op == "open" for c in calls):
+            first = crashed[0]
+            raise HarnessError(f"no box opened an artifact: box {first.box.id} exited with "
+                               f"{first.returncode}{self.crashed_early(first)}")
         artifact = artifact or infer_artifact(calls)
         return Replay(self.scenario, self.runs, calls, artifact,
                       *final_view(emulator, artifact), workdir=self.workdir)
+
+
+def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
+    """The last lines of a box's log, indented, for a message on the terminal."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        return f"    (cannot read it: {exc})"
+    tail = text.rstrip().splitlines()[-lines:] or ["(empty)"]
+    return "\n".join(f"    {line}" for line in tail)
 
 
 def infer_artifact(calls: list[Call]) -> str:

@@ -108,5 +108,5 @@ def test_cli_process_without_url_exit_invalid_one_line() -> None:
     proc = subprocess.run([sys.executable, "-m", "o41", "ls", "o41://a/b"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == ExitCode.INVALID
-    assert proc.stderr.startswith("o41: ConfigError: O41_ARTIFACTS_API_URL is not set")
+    assert proc.stderr.startswith("o41: config_error: O41_ARTIFACTS_API_URL is not set")
     assert proc.stderr.count("\n") == 1

@@ -54,8 +54,8 @@ def test_download_resumes_within_run_when_body_cut(data_server: FileServer, tmp_
     [path] = download([entry(data_server, "w.bin", data)], tmp_path, chunk_size=CHUNK,
                       workers=1)
     assert path.read_bytes() == data
-    # the cut request is asked again from the last whole block received, not from scratch
-    assert data_server.ranges[:3] == [(0, CHUNK - 1), (768, CHUNK - 1), (1536, CHUNK - 1)]
+    # the cut request is asked again from the byte where its body stopped, not from scratch
+    assert data_server.ranges[:3] == [(0, CHUNK - 1), (1000, CHUNK - 1), (2000, CHUNK - 1)]
 
 
 def test_download_resumes_across_runs_from_partial_file(data_server: FileServer,
@@ -86,11 +86,11 @@ def test_download_killed_mid_chunk_resumes_from_last_mark(data_server: FileServe
     with pytest.raises(TransportError):
         download([e], tmp_path, chunk_size=CHUNK)
     marks = (tmp_path / ("w.bin" + LOG_SUFFIX)).read_text().splitlines()[1:]
-    assert marks and marks[-1] == "0@10240"  # 5 requests x 2 whole blocks each
+    assert marks and marks[-1] == "0@15000"  # 5 requests x 3000 bytes, each cut and kept
     data_server.cuts_left, data_server.served, data_server.ranges = 0, 0, []
     [path] = download([e], tmp_path, chunk_size=CHUNK)
     assert path.read_bytes() == data
-    assert data_server.ranges == [(10240, CHUNK - 1)] and data_server.served == CHUNK - 10240
+    assert data_server.ranges == [(15000, CHUNK - 1)] and data_server.served == CHUNK - 15000
 
 
 def test_download_partial_of_another_version_is_discarded(data_server: FileServer,
@@ -174,3 +174,29 @@ def test_progress_bar_silent_when_not_a_tty() -> None:
     assert progress_bar(10, "x", stream=io.StringIO()).disable
     assert not progress_bar(10, "x", stream=FakeTTY()).disable
     assert not progress_bar(10, "x", enabled=True, stream=io.StringIO()).disable
+
+
+def test_download_of_many_files_asks_one_range_per_file(data_server: FileServer,
+                                                        tmp_path: Path) -> None:
+    shards = [entry(data_server, f"shard-{i}.bin", blob(2 * 1024 * 1024, seed=i))
+              for i in range(8)]
+    paths = download(shards, tmp_path, workers=8)
+    assert [p.read_bytes() for p in paths] == [data_server.files[e.name] for e in shards]
+    assert len(data_server.ranges) == 8  # few, large ranges: a request costs the server most
+
+
+def test_resumed_download_keeps_the_range_size_of_its_log(data_server: FileServer,
+                                                          tmp_path: Path) -> None:
+    big = entry(data_server, "big.bin", blob(4 * 1024 * 1024, seed=3))
+    small = entry(data_server, "small.bin", blob(1024 * 1024, seed=4))
+    data_server.fail_from_offset = 3 * 1024 * 1024  # big.bin's last ranges fail: the run dies
+    with pytest.raises(TransportError):
+        download([big, small], tmp_path, workers=4)
+    header = (tmp_path / ("big.bin" + LOG_SUFFIX)).read_text().splitlines()[0]
+    assert '"chunk": 1310720' in header  # 5 MiB over 4 workers
+    data_server.fail_from_offset, data_server.ranges = None, []
+    [path] = download([big], tmp_path, workers=4)  # alone it would get 1 MiB ranges
+    assert path.read_bytes() == data_server.files["big.bin"]
+    size = 4 * 1024 * 1024
+    assert data_server.ranges and all(end + 1 == size or (end + 1) % 1310720 == 0
+                                      for _, end in data_server.ranges)

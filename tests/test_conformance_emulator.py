@@ -78,7 +78,9 @@ def failed_rules(report: dict[str, Any]) -> set[str]:
 
 #: The suite runs the tests below need, by name: started together, two at a time.
 RUNS: dict[str, tuple[str, ...]] = {
-    "clean": ("--junitxml", "{tmp}/junit.xml"),
+    "clean": ("--junitxml", "{tmp}/junit.xml", "--conformance-html", "{tmp}/report.html"),
+    "clean-again": (),
+    "stateful-seed-7": ("-m", "stateful", "--conformance-seed", "7"),
     "stateful-no-fencing": (
         "--emulator-fault",
         "no-fencing",
@@ -100,6 +102,8 @@ def _needed(item: pytest.Item) -> str | None:
         return f"fault-{item.callspec.params['fault']}"  # type: ignore[attr-defined]
     return {
         "test_suite_passes_against_clean_emulator": "clean",
+        "test_default_profile_gives_identical_results_twice": "clean-again",
+        "test_seed_changes_state_machine_examples": "stateful-seed-7",
         "test_state_machine_shrinks_fencing_fault_to_named_rule": "stateful-no-fencing",
     }.get(item.name)
 
@@ -117,6 +121,8 @@ def suite_runs(
         return code, report, out, tmp
 
     names = [n for n in map(_needed, request.session.items) if n]
+    if {"clean-again", "stateful-seed-7"} & set(names):
+        names.append("clean")  # both compare themselves with the clean run
     with ThreadPoolExecutor(max_workers=2) as pool:
         yield {name: pool.submit(run, name) for name in dict.fromkeys(names)}
 
@@ -130,9 +136,46 @@ def test_suite_passes_against_clean_emulator(suite_runs: dict[str, Future[Run]])
     statuses = {rule: r["status"] for rule, r in report["rules"].items()}
     assert statuses == {rule: "pass" for rule in RULES}
     assert all(cap["available"] for cap in report["capabilities"].values())
+    assert report["verdict"] == {group: "pass" for group in report["capability_results"]}
+    assert {"base", "usage", "read_key", "scoped_key", "url_expiry"} <= set(report["verdict"])
+    assert (report["profile"], report["seed"]) == ("ci", 41)
     junit = ET.parse(tmp / "junit.xml")
     props = [p.get("value") or "" for p in junit.iter("property") if p.get("name") == "rules"]
     assert any("FENCE-2" in v for v in props)
+    suite = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert suite["o41_seed"] == "41" and suite["o41_profile"] == "ci"
+    page = (tmp / "report.html").read_text()
+    assert "base contract" in page and ">PASS<" in page
+    assert "<script" not in page and "src=" not in page and "<link" not in page
+
+
+def _outcomes(report: dict[str, Any]) -> dict[str, str]:
+    return {t["nodeid"]: t["outcome"] for t in report["tests"]}
+
+
+def _examples(report: dict[str, Any]) -> dict[str, int]:
+    """The state machine's requests: equal when it ran the same examples. (Race tests send
+    as many requests as the race takes, so only their outcome must repeat.)"""
+    return {t["nodeid"]: t["requests"] for t in report["tests"] if "state_machine" in t["nodeid"]}
+
+
+def test_default_profile_gives_identical_results_twice(
+    suite_runs: dict[str, Future[Run]],
+) -> None:
+    """Same target, default profile: the same tests, outcomes and hypothesis examples."""
+    first, second = suite_runs["clean"].result()[1], suite_runs["clean-again"].result()[1]
+    assert first["seed"] == second["seed"] == 41
+    assert _outcomes(first) == _outcomes(second)
+    assert _examples(first) == _examples(second)
+    assert _examples(first) and all(n > 100 for n in _examples(first).values())
+
+
+def test_seed_changes_state_machine_examples(suite_runs: dict[str, Future[Run]]) -> None:
+    """--conformance-seed is what fixes the examples: another seed explores differently."""
+    clean, other = suite_runs["clean"].result()[1], suite_runs["stateful-seed-7"].result()[1]
+    assert other["seed"] == 7 and set(_outcomes(other).values()) == {"passed"}
+    ((node, sent),) = _examples(other).items()
+    assert sent != _examples(clean)[node]
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))

@@ -27,7 +27,7 @@ from conformance.model import (
     valid_file_name,
 )
 from conformance.report import Collector
-from conformance.rules import RULES, RuleViolation, rules_of
+from conformance.rules import RULES, RuleViolation, clauses_of, rule_of, rules_of
 from conformance.scenarios import (
     ScenarioError,
     load_scenario,
@@ -180,6 +180,18 @@ def test_rule_violation_carries_rule_and_text() -> None:
     assert rules_of(group) == ["FENCE-2"]
     with pytest.raises(ValueError):
         RuleViolation("NOPE-1", "x")
+    with pytest.raises(ValueError):
+        RuleViolation("FENCE-2.z", "x")
+
+
+def test_rule_violation_of_a_clause_charges_clause_and_rule() -> None:
+    err = RuleViolation("FENCE-2.b", "detail")
+    assert (err.rule, err.clause) == ("FENCE-2", "FENCE-2.b")
+    assert "FENCE-2.b" in str(err) and "never shows" in str(err)
+    group = ExceptionGroup("many", [err, RuleViolation("READ-1", "y")])
+    assert rules_of(group) == ["FENCE-2", "READ-1"]
+    assert clauses_of(group) == ["FENCE-2.b", "READ-1"]
+    assert RuleViolation("READ-1", "y").clause is None
 
 
 def test_every_rule_has_an_example_test() -> None:
@@ -189,7 +201,7 @@ def test_every_rule_has_an_example_test() -> None:
         if path.name in ("test_stateful.py", "test_scenarios.py"):
             continue
         for args in re.findall(r"mark\.rule\(([^)]*)\)", path.read_text()):
-            marked.update(re.findall(r'"([A-Z]+-\d)"', args))
+            marked.update(rule_of(i) for i in re.findall(r'"([A-Z]+-\d(?:\.[a-z])?)"', args))
     assert set(RULES) - marked == set()
 
 

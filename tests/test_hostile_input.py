@@ -156,3 +156,92 @@ def test_file_entry_with_unknown_key_is_invalid(http, artifact):
         "artifact": artifact, "token": box.token, "version": "step-00000001",
         "files": [{"name": "a", "size": 1, "sha256": "0" * 64, "mode": "0644"}]})
     assert (r.status, r.code) == (400, "invalid_argument")
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"artifact": "p/a", "holder": "h\\udc00"}',
+    b'{"artifact": "p/a\\ud800", "holder": "h"}',
+    b'{"artifact": "p/a", "holder": "\\uDBFF"}',
+    b'{"artifact": "p/a", "\\ud800": 1}',
+])
+def test_open_with_a_lone_surrogate_is_invalid_not_a_crash(http, raw):
+    before = snapshot(http)
+    r = http.request("POST", "/api/v1/artifacts/open", data=raw,
+                     headers={"Content-Type": "application/json"})
+    assert (r.status, r.code) == (400, "invalid_argument")
+    assert snapshot(http) == before
+
+
+def test_a_surrogate_pair_is_a_valid_character(http, artifact):
+    raw = b'{"artifact": "' + artifact.encode() + b'", "holder": "h\\ud83d\\ude00"}'
+    r = http.request("POST", "/api/v1/artifacts/open", data=raw,
+                     headers={"Content-Type": "application/json"})
+    assert r.status == 200 and r.body["holder"] == "h\U0001f600"
+
+
+@pytest.mark.parametrize("name", [
+    "a\ud800b", "y" * 256, "\u00e9" * 200, "d/" + "y" * 256, "/".join(["a" * 200] * 4),
+])
+def test_write_of_a_file_name_no_backend_can_store_is_invalid(http, artifact, name):
+    box = Box(http, artifact, AWS)
+    box.open()
+    before = snapshot(http)
+    r = http.request("POST", "/api/v1/versions/write", json={  # JSON escapes a surrogate
+        "artifact": artifact, "token": box.token, "version": "step-00000001",
+        "files": [{"name": name, "size": 1, "sha256": "0" * 64}]})
+    assert (r.status, r.code) == (400, "invalid_argument")
+    assert snapshot(http) == before
+
+
+def test_longest_allowed_names_upload_and_commit_on_every_backend(http):
+    from emulator.names import MAX_FILE_NAME_BYTES, MAX_SEGMENT_BYTES
+
+    artifact = "p" * 128 + "/" + "n" * 128
+    name = "/".join(["\u00e9" * 127] * 2) + "/" + "y" * (MAX_FILE_NAME_BYTES - 2 * 255)
+    assert len(name.encode()) == MAX_FILE_NAME_BYTES
+    files = {name: b"longest", "z" * MAX_SEGMENT_BYTES: b"widest"}
+    box = Box(http, artifact, AWS)
+    assert box.open().status == 200
+    assert box.checkpoint("step-00000001", files).status == 200
+    for f in box.read().body["files"]:
+        assert http.request("GET", f["url"], key=None).content == files[f["name"]]
+
+
+def test_write_of_ten_thousand_nested_names_is_accepted_and_a_clash_is_found(http, artifact):
+    box = Box(http, artifact, AWS)
+    box.open()
+    files = [{"name": f"layer{i // 100}/shard-{i}.bin", "size": 1, "sha256": "0" * 64}
+             for i in range(9_999)]
+    ok = http.request("POST", "/api/v1/versions/write", json={
+        "artifact": artifact, "token": box.token, "version": "step-00000001", "files": files})
+    assert ok.status == 200 and len(ok.body["files"]) == 9_999
+    clash = [*files[:9_998], {"name": "layer5", "size": 1, "sha256": "0" * 64}]
+    r = http.request("POST", "/api/v1/versions/write", json={
+        "artifact": artifact, "token": box.token, "version": "step-00000002", "files": clash})
+    assert (r.status, r.code) == (400, "invalid_argument") and "layer5" in r.body["error"][
+        "message"]
+
+
+def test_existing_key_cannot_be_rescoped_without_the_admin_key(http, artifact):
+    read_only = [{"prefix": "", "access": "read"}]
+    made = http.request("POST", "/_emulator/keys", key=None,
+                        json={"key": "ak_reader_x", "scopes": read_only})
+    assert made.status == 201
+    again = http.request("POST", "/_emulator/keys", key=None,
+                         json={"key": "ak_reader_x", "scopes": read_only})
+    assert again.status == 201  # the same scopes again change nothing
+    escalate = http.request("POST", "/_emulator/keys", key=None,
+                            json={"key": "ak_reader_x", "scopes": None})
+    assert (escalate.status, escalate.code) == (403, "forbidden")
+    r = Box(http, artifact, AWS, key="ak_reader_x").open()
+    assert (r.status, r.code) == (403, "forbidden")
+
+
+def test_admin_key_may_rescope_an_existing_key(tmp_path, request, artifact):
+    settings = make_settings(tmp_path, request, admin_key="ak_admin_secret")
+    http = Http("http://localhost", create_app(settings).test_client())
+    for scopes in ([{"prefix": "", "access": "read"}], None):
+        r = http.request("POST", "/_emulator/keys", key="ak_admin_secret",
+                         json={"key": "ak_promoted", "scopes": scopes})
+        assert r.status == 201
+    assert Box(http, artifact, AWS, key="ak_promoted").open().status == 200

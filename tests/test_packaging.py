@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OWN = {"emulator", "conformance", "replay", "o41", "tests", "bench"}
 # Import names that differ from the distribution that provides them.
-PROVIDED_BY = {"yaml": "pyyaml", "werkzeug": "flask"}
+PROVIDED_BY = {"yaml": "pyyaml", "werkzeug": "flask", "markupsafe": "flask"}
 SERVER_AND_TEST_STACK = {"flask", "werkzeug", "gunicorn", "minio", "pytest", "hypothesis"}
 
 

@@ -37,6 +37,10 @@ class Storage(ABC):
         """Yield `length` bytes from `start` in bounded chunks."""
 
     @abstractmethod
+    def delete(self, bucket: str, key: str) -> None:
+        """Remove one object; a missing object is not an error."""
+
+    @abstractmethod
     def delete_prefix(self, bucket: str, prefix: str) -> None:
         """Remove every object whose key starts with `prefix` (used for abandoned uploads)."""
 

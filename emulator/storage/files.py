@@ -33,7 +33,6 @@ class FileStorage(Storage):
 
     def put(self, bucket: str, key: str, stream: BinaryIO) -> None:
         target = self._path(bucket, key)
-        target.parent.mkdir(parents=True, exist_ok=True)
         # Partial files live outside the buckets, so a crash mid-upload leaves no object behind.
         fd, tmp = tempfile.mkstemp(dir=self.root / ".partial")
         try:
@@ -51,7 +50,7 @@ class FileStorage(Storage):
                     turn ^= 1
             os.close(fd)
             fd = -1
-            os.replace(tmp, target)
+            _move_into_place(tmp, target)
         except BaseException:
             if fd >= 0:
                 os.close(fd)
@@ -86,6 +85,12 @@ class FileStorage(Storage):
                 remaining -= len(chunk)
                 yield chunk
 
+    def delete(self, bucket: str, key: str) -> None:
+        try:
+            self._path(bucket, key).unlink()
+        except (FileNotFoundError, ObjectMissing):
+            pass
+
     def delete_prefix(self, bucket: str, prefix: str) -> None:
         shutil.rmtree(self._path(bucket, prefix.rstrip("/")), ignore_errors=True)
 
@@ -98,6 +103,20 @@ class FileStorage(Storage):
         """Reclaim space of uploads cut off by a crash (called at start-up)."""
         shutil.rmtree(self.root / ".partial", ignore_errors=True)
         (self.root / ".partial").mkdir(parents=True, exist_ok=True)
+
+
+def _move_into_place(tmp: str, target: Path) -> None:
+    """Rename a finished file to its key, making its folders first (and again, should a
+    reclaim of the same upload remove them in between)."""
+    for _ in range(10):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(tmp, target)
+            return
+        except FileNotFoundError:
+            if not os.path.exists(tmp):
+                raise
+    raise OSError(f"could not create the folders of {target}")
 
 
 def _readinto(stream: BinaryIO) -> Callable[[memoryview], int] | None:

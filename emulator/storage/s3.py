@@ -66,6 +66,9 @@ class S3Storage(Storage):
             response.close()
             response.release_conn()
 
+    def delete(self, bucket: str, key: str) -> None:
+        self.client.remove_object(bucket, key)  # S3 deletes are idempotent
+
     def delete_prefix(self, bucket: str, prefix: str) -> None:
         names = [
             DeleteObject(o.object_name)

@@ -41,6 +41,9 @@ def body(*fields: str) -> dict:
         raise InvalidArgument("request body is not valid JSON") from None
     if not isinstance(data, dict):
         raise InvalidArgument("request body must be a JSON object")
+    if b"\\ud" in raw.lower():  # only a \uD800-\uDFFF escape can carry a lone surrogate
+        names.check_unicode(data)
+    g.body = data  # for the call's log line, also when the call fails
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise InvalidArgument(f"unknown field(s) {', '.join(map(repr, unknown))[:200]}; "

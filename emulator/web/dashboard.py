@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import Blueprint, render_template
+from flask import Blueprint, render_template, request
+from markupsafe import Markup, escape
 
 from .. import dashboard_data
 from ..cost import human_bytes, usd
@@ -33,6 +34,14 @@ CHART_WIDTH, LABEL_WIDTH, BAR_AREA, ROW_HEIGHT, BAR_HEIGHT = 720, 130, 400, 64, 
 @bp.app_template_filter("bytes")
 def _bytes_filter(n: float) -> str:
     return human_bytes(n)
+
+
+@bp.app_template_filter("breakable")
+def _breakable_filter(text: object) -> Markup:
+    """Let a long id wrap after its '/' and '@' only, never inside a word."""
+    return Markup(
+        str(escape(text)).replace("/", "/<wbr>").replace("@", "<wbr>@")
+    )
 
 
 @bp.app_template_filter("usd")
@@ -97,8 +106,19 @@ def _common() -> dict:
 
 @bp.get("/")
 def index() -> str:
-    arts = dashboard_data.artifacts(backend())
-    return render_template("dashboard.html", artifacts=arts, page="dashboard", **_common())
+    """Every artifact, or one project's (`?project=`), or all but conformance runs'
+    (`?conformance=hide`)."""
+    everything = dashboard_data.artifacts(backend())
+    project = request.args.get("project") or None
+    hide = request.args.get("conformance") == "hide"
+    shown = [a for a in everything
+             if (project is None or a.project == project) and not (hide and a.conformance)]
+    left = [a for a in everything if a.conformance]
+    return render_template(
+        "dashboard.html", artifacts=shown, total=len(everything), page="dashboard",
+        projects=dashboard_data.projects(everything), project=project, hide_conformance=hide,
+        conformance_left=len(left), conformance_runs=len({a.project for a in left}),
+        **_common())
 
 
 @bp.get("/usage")

@@ -16,8 +16,8 @@ from typing import BinaryIO
 from flask import Blueprint, Response, g, jsonify, request
 from werkzeug.wsgi import wrap_file
 
-from .. import db, usage
-from ..errors import NotFound, PayloadTooLarge, RangeNotSatisfiable, VersionExists
+from .. import uploads, usage
+from ..errors import NotFound, PayloadTooLarge, RangeNotSatisfiable
 from ..storage import ObjectMissing, TooLarge
 from .context import backend
 
@@ -132,7 +132,9 @@ def get_object(cloud: str, region: str, key: str) -> Response:
     if span:
         status = 206
         headers["Content-Range"] = f"bytes {start}-{stop - 1}/{size}"
-    g.log = (f"{meta['a']} {meta['v']}", f"{start}-{stop} of {size} bytes")
+    # Inclusive end, as in HTTP ranges: bytes 0-299999 of 300000.
+    span_text = f"{start}-{stop - 1}" if stop > start else "none"
+    g.log = (f"{meta['a']} {meta['v']}", f"{span_text} of {size} bytes")
     if request.method == "HEAD":
         return Response(status=status, headers=headers)
     # The whole range is metered before its first byte leaves, and corrected down if fewer
@@ -229,35 +231,25 @@ class _Receiving:
 
 @bp.put("/data/<cloud>/<region>/<path:key>")
 def put_object(cloud: str, region: str, key: str) -> Response:
+    """Store one file's body; the rules decide whether it may still become visible."""
     be = backend()
     meta = be.signer.verify("PUT", request.path, request.args.get("sig"))
     loc = be.location(f"{cloud}/{region}")
-    conn = be.conn()
-    up = conn.execute("SELECT state FROM uploads WHERE id = ?", (meta["u"],)).fetchone()
-    if up is None:
-        raise NotFound("upload does not exist")
-    if up["state"] != "open":
-        raise VersionExists("this upload is already committed")
     declared = int(meta["s"])
     too_long = PayloadTooLarge(f"{meta['f']} was declared as {declared} bytes; body is longer")
     if request.content_length is not None and request.content_length > declared:
         raise too_long
     reader = _Receiving(request.stream, declared, be.settings.chunk_size)
     try:
-        be.storage.put(loc.bucket, key, reader)
-        digest = reader.hexdigest()
+        size, digest = uploads.store_file(
+            be, loc.bucket, meta["a"], meta["u"], meta["f"], reader, request.content_length
+        )
     except TooLarge:
         raise too_long from None
     finally:
         reader.close()
-    with db.transaction(conn):
-        conn.execute(
-            "UPDATE upload_files SET received_size = ?, received_sha256 = ? "
-            "WHERE upload_id = ? AND name = ?",
-            (reader.size, digest, meta["u"], meta["f"]),
-        )
-    usage.record(be, "write", meta["a"], meta["v"], loc.id, meta.get("r"), reader.size)
-    g.log = (f"{meta['a']} {meta['v']} {meta['f']}", f"{reader.size} bytes")
-    resp = jsonify({"name": meta["f"], "size": reader.size, "sha256": digest})
+    usage.record(be, "write", meta["a"], meta["v"], loc.id, meta.get("r"), size)
+    g.log = (f"{meta['a']} {meta['v']} {meta['f']}", f"{size} bytes")
+    resp = jsonify({"name": meta["f"], "size": size, "sha256": digest})
     resp.headers["ETag"] = f'"{digest}"'
     return resp

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from ..errors import ApiError
@@ -43,6 +43,15 @@ def register(app: Flask) -> None:
         status = exc.code or 500
         code = _HTTP_CODES.get(status, "internal")
         return error_response(status, code, exc.description or exc.name)
+
+    @app.errorhandler(TimeoutError)
+    def _stalled(exc: TimeoutError) -> Response:
+        # The server's socket timeout (`read_timeout`): the client stopped sending mid-request.
+        # Whatever it had sent is discarded; the connection is closed after this reply.
+        limit = current_app.extensions["o41"].settings.read_timeout
+        return error_response(
+            400, "invalid_argument", f"the request stalled: no byte arrived for {limit:g} s"
+        )
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:

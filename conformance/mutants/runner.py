@@ -1,0 +1,274 @@
+"""``python -m conformance.mutants table``: run the conformance suite against every mutant.
+
+For each mutant a proxy starts in this process in front of the upstream, and the suite runs
+against the proxy as a URL target, first only the tests of the mutant's rule (``--rules``),
+then, if the mutant survived those, the whole suite. ``-x`` stops at the first failing test,
+which is recorded as the test that killed the mutant. The pass-through mutant ``none`` runs
+first: if the suite does not pass through the plain proxy, no verdict would mean anything.
+
+The JSON result holds no timings, so two runs can be compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from conformance.mutants import MUTANTS
+from conformance.mutants.base import Mutant
+from conformance.mutants.proxy import HttpUpstream, MutantProxy
+from conformance.rules import rule_of
+from conformance.spawn import SpawnedEmulator
+
+__all__ = ["Outcome", "Target", "main", "run_mutant", "suite_options"]
+
+#: Keys of the emulator the runner spawns; the scoped key writes under ``mut/w-`` only.
+READ_KEY = "ak_mutants_reader"
+SCOPED_KEY = "ak_mutants_scoped"
+SCOPED_WRITE, SCOPED_READ = "mut/w-", "mut/r-"
+SPAWN_CONFIG = (
+    f'[[keys]]\nkey = "{READ_KEY}"\nscopes = [{{ prefix = "", access = "read" }}]\n\n'
+    f'[[keys]]\nkey = "{SCOPED_KEY}"\n'
+    f'scopes = [{{ prefix = "{SCOPED_WRITE}", access = "write" }}, '
+    f'{{ prefix = "{SCOPED_READ}", access = "read" }}]\n'
+)
+RATIO = 0.97
+MARK_BEGIN, MARK_END = "<!-- mutants:begin -->", "<!-- mutants:end -->"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The upstream and the keys the suite gets for it."""
+
+    url: str
+    api_key: str
+    read_key: str | None = None
+    scoped_key: str | None = None  # KEY=PREFIX
+    scoped_read_prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict on one mutant: ``killed``, ``survived`` or ``error`` (suite unusable)."""
+
+    name: str
+    clause: str
+    verdict: str
+    killed_by: str = ""
+    phase: str = ""  # "rule" or "suite": which run killed it
+
+
+def suite_options() -> set[str]:
+    """Options the installed conformance plugin offers (older ones lack the scoped key)."""
+    out = subprocess.run(
+        # Naming the suite is what makes the plugin register its options at all.
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "conformance",
+         "--help"],
+        capture_output=True, text=True, check=False,
+    ).stdout
+    return {word for word in out.split() if word.startswith("--")}
+
+
+def _first_failure(junit: Path) -> str:
+    """The id of the first failing or erroring test case in a JUnit XML file."""
+    if not junit.exists():
+        return ""
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            module = case.get("classname", "").replace(".", "/")
+            return f"{module}.py::{case.get('name', '')}"
+    return ""
+
+
+def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Path,
+                   rule: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", proxy_url,
+           "--api-key", target.api_key, "-x", "-q", "-p", "no:cacheprovider",
+           "-p", "no:randomly", "-p", "no:schemathesis", "--junitxml", str(junit),
+           "-o", "junit_family=xunit1"]
+    if target.read_key:
+        cmd += ["--read-key", target.read_key]
+    if target.scoped_key and "--scoped-key" in options:
+        cmd += ["--scoped-key", target.scoped_key]
+    if target.scoped_read_prefix and "--scoped-read-prefix" in options:
+        cmd += ["--scoped-read-prefix", target.scoped_read_prefix]
+    if rule:
+        cmd += ["--rules", rule]
+    return cmd
+
+
+def _run_suite(proxy_url: str, target: Target, options: set[str], rule: str | None,
+               timeout: float) -> tuple[int, str, str]:
+    """Exit code, first failing test and output tail of one suite run."""
+    with tempfile.TemporaryDirectory(prefix="o41-mutant-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        cmd = pytest_command(proxy_url, target, options, junit, rule)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                  cwd=tmp, check=False)
+        except subprocess.TimeoutExpired:
+            return -1, "", f"timed out after {timeout:.0f} s"
+        return done.returncode, _first_failure(junit), (done.stdout + done.stderr)[-3000:]
+
+
+def run_mutant(name: str, target: Target, options: set[str], timeout: float = 300.0,
+               *, whole_suite: bool = True, rules: str | None = None) -> Outcome:
+    """The verdict of the suite on mutant ``name`` (``none``: the plain proxy): the tests of
+    its rule first (or of ``rules``), then, unless ``whole_suite`` is False, every test."""
+    cls = MUTANTS.get(name, Mutant)
+    clause = cls.clause or "-"
+    proxy = MutantProxy(HttpUpstream(target.url), cls())
+    proxy.start()
+    try:
+        first = rules or (rule_of(clause) if cls.clause else None)
+        phases: list[tuple[str, str | None]] = [("rule", first)] if first else []
+        if whole_suite or not phases:
+            phases.append(("suite", None))
+        for phase, rule in phases:
+            code, first, tail = _run_suite(proxy.url, target, options, rule, timeout)
+            if code == 1:
+                return Outcome(name, clause, "killed", first or "(no test id)", phase)
+            if code not in (0, 5):  # 5: no test carries this rule
+                detail = first or tail.strip().splitlines()[-1:] or [""]
+                return Outcome(name, clause, "error", f"pytest exit {code}: {detail}", phase)
+        return Outcome(name, clause, "survived")
+    finally:
+        proxy.stop()
+
+
+def table_lines(outcomes: list[Outcome]) -> list[str]:
+    width = max((len(o.name) for o in outcomes), default=6)
+    lines = [f"{'mutant':<{width}}  {'clause':<10}  {'verdict':<8}  killed by"]
+    lines += [f"{o.name:<{width}}  {o.clause:<10}  {o.verdict:<8}  {o.killed_by}"
+              for o in outcomes]
+    return lines
+
+
+def summary(outcomes: list[Outcome]) -> tuple[int, int, float]:
+    killed = sum(o.verdict == "killed" for o in outcomes)
+    return killed, len(outcomes), (killed / len(outcomes) if outcomes else 0.0)
+
+
+def markdown(outcomes: list[Outcome]) -> str:
+    killed, total, ratio = summary(outcomes)
+    rows = ["| mutant | clause | verdict | killed by |", "|---|---|---|---|"]
+    for o in outcomes:
+        summary_text = MUTANTS[o.name].summary.replace("|", "\\|")
+        rows.append(f"| `{o.name}`: {summary_text} | {o.clause} | {o.verdict} | "
+                    f"{'`' + o.killed_by + '`' if o.killed_by else ''} |")
+    head = f"{killed} of {total} mutants killed ({ratio:.1%}).\n\n"
+    return f"{MARK_BEGIN}\n{head}" + "\n".join(rows) + f"\n{MARK_END}\n"
+
+
+def write_markdown(path: Path, text: str) -> None:
+    """Replace the marked table in ``path`` if it has one, else write the table alone."""
+    old = path.read_text() if path.exists() else ""
+    if MARK_BEGIN in old and MARK_END in old:
+        start, end = old.index(MARK_BEGIN), old.index(MARK_END) + len(MARK_END) + 1
+        path.write_text(old[:start] + text + old[end:])
+    else:
+        path.write_text(text)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m conformance.mutants table")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--upstream", help="API origin of the implementation under test")
+    where.add_argument("--spawn", action="store_true", help="start o41-emulator once for all")
+    p.add_argument("--api-key", help="write key for --upstream")
+    p.add_argument("--read-key", help="read-only key for --upstream")
+    p.add_argument("--scoped-key", metavar="KEY=PREFIX", help="prefix-scoped key (--upstream)")
+    p.add_argument("--scoped-read-prefix", metavar="PREFIX")
+    p.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
+    p.add_argument("--only", action="append", default=[], metavar="NAME",
+                   help="run only these mutants (or clause prefixes such as FENCE-)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
+    p.add_argument("--markdown", type=Path, metavar="FILE",
+                   help="write the table as markdown (replacing the marked block if present)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per suite run")
+    p.add_argument("--from-json", type=Path, nargs="+", metavar="FILE",
+                   help="run nothing: print (and --markdown) the table of earlier --json runs")
+    return p.parse_args(argv)
+
+
+def _chosen(only: list[str]) -> list[str]:
+    names = sorted(MUTANTS, key=lambda n: (MUTANTS[n].clause, n))
+    if not only:
+        return names
+    return [n for n in names if any(n == o or MUTANTS[n].clause.startswith(o) for o in only)]
+
+
+def run_table(target: Target, names: list[str], jobs: int, timeout: float) -> list[Outcome]:
+    options = suite_options()
+    baseline = run_mutant("none", target, options, timeout)
+    if baseline.verdict != "survived":
+        raise SystemExit(f"the suite fails through the plain proxy: {baseline.killed_by}")
+    outcomes: dict[str, Outcome] = {}
+
+    def one(name: str) -> None:
+        t0 = time.monotonic()
+        outcome = run_mutant(name, target, options, timeout)
+        outcomes[name] = outcome
+        print(f"  {outcome.verdict:<8} {name} ({time.monotonic() - t0:.1f} s) {outcome.killed_by}",
+              file=sys.stderr, flush=True)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        list(pool.map(one, names))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: no new suite runs start
+    return [outcomes[n] for n in names]
+
+
+def load_outcomes(paths: list[Path]) -> list[Outcome]:
+    """The verdicts of earlier runs, one per mutant (a later file wins), in table order."""
+    found = {o["name"]: Outcome(**o) for p in paths for o in json.loads(p.read_text())}
+    return [found[n] for n in _chosen([]) if n in found]
+
+
+def report(outcomes: list[Outcome], args: argparse.Namespace, seconds: float | None) -> int:
+    print("\n".join(table_lines(outcomes)))
+    killed, total, ratio = summary(outcomes)
+    took = f" in {seconds:.0f} s" if seconds is not None else ""
+    print(f"{killed} of {total} mutants killed ({ratio:.1%}){took}")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
+    if args.markdown:
+        write_markdown(args.markdown, markdown(outcomes))
+    return 0 if ratio >= RATIO else 1
+
+
+def main(argv: list[str]) -> int:
+    args = _parse(argv)
+    if args.from_json:
+        return report(load_outcomes(args.from_json), args, None)
+    if not (args.spawn or args.upstream):
+        raise SystemExit("give --spawn, --upstream URL or --from-json FILE")
+    names = _chosen(args.only)
+    started = time.monotonic()
+    emulator: SpawnedEmulator | None = None
+    with tempfile.TemporaryDirectory(prefix="o41-mutants-") as tmp:
+        try:
+            if args.spawn:
+                emulator = SpawnedEmulator(Path(tmp), config=SPAWN_CONFIG)
+                url = emulator.start()
+                target = Target(url, emulator.key or "ak_local", READ_KEY,
+                                f"{SCOPED_KEY}={SCOPED_WRITE}", SCOPED_READ)
+            else:
+                if not args.api_key:
+                    raise SystemExit("--upstream needs --api-key")
+                target = Target(args.upstream.rstrip("/").removesuffix("/api/v1"), args.api_key,
+                                args.read_key, args.scoped_key, args.scoped_read_prefix)
+            outcomes = run_table(target, names, args.jobs, args.timeout)
+        finally:
+            if emulator is not None:
+                emulator.stop()
+    return report(outcomes, args, time.monotonic() - started)

@@ -1,0 +1,129 @@
+"""The run's target, made once at session start: options read, emulator spawned, probe passed.
+
+``--target spawn`` starts our emulator with a config that holds a read-only key and a
+prefix-scoped key, then hands those keys to the suite exactly as ``--read-key`` and
+``--scoped-key`` would for a URL target: the key-scope tests run the same code either way.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.client import normalize_base
+from conformance.env import Env, ScopedKey
+from conformance.model import Topology
+from conformance.spawn import SpawnedEmulator, SpawnError, emulator_config
+from conformance.target import TargetError, probe
+
+__all__ = [
+    "COLLECTOR",
+    "ENV",
+    "NAMES",
+    "SEED",
+    "SPAWN_READ_KEY",
+    "SPAWN_SCOPED_KEY",
+    "TRAIL",
+    "RunNames",
+    "open_target",
+    "run_names",
+]
+
+SPAWN_READ_KEY = "ak_conformance_reader"
+SPAWN_SCOPED_KEY = "ak_conformance_scoped"
+
+
+#: Where the plugin keeps the run's state on the pytest config (and items, for TRAIL).
+COLLECTOR = pytest.StashKey[Any]()
+ENV = pytest.StashKey[Env]()
+NAMES = pytest.StashKey["RunNames"]()
+SEED = pytest.StashKey[int]()
+TRAIL = pytest.StashKey[Any]()
+
+
+@dataclass(frozen=True)
+class RunNames:
+    """The run's project and the tag that keeps its names apart from earlier runs'."""
+
+    prefix: str
+    tag: str
+
+
+def run_names(target: str | None, given: str | None) -> RunNames:
+    """A spawned emulator is empty, so its run needs no random tag and its names are the
+    same every run. A URL target keeps earlier runs' artifacts, so a random tag keeps the
+    names of this run fresh (in the project name, or after each name with ``--prefix``)."""
+    tag = "" if target == "spawn" else secrets.token_hex(4)
+    if given:
+        return RunNames(given, tag)
+    return RunNames(f"conf-{tag or 'spawn'}", "")
+
+
+def _opt(config: Any, name: str) -> Any:
+    return config.getoption(name)
+
+
+def spawn(
+    config: Any, workdir: Path, prefix: str, url_lifetime: int | None = None
+) -> SpawnedEmulator:
+    """Start one emulator with the suite's keys; stopped by the config's cleanup."""
+    proc = SpawnedEmulator(
+        workdir,
+        faults=_opt(config, "emulator_fault"),
+        config=emulator_config(
+            SPAWN_READ_KEY, SPAWN_SCOPED_KEY, f"{prefix}/w-", f"{prefix}/r-", url_lifetime
+        ),
+        command=_opt(config, "emulator_command"),
+    )
+    config.add_cleanup(proc.stop)
+    proc.start()
+    return proc
+
+
+def _one_line(exc: SpawnError) -> str:
+    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] + (f" ... {lines[-1].strip()}" if len(lines) > 1 else "")
+
+
+def open_target(config: Any, names: RunNames, seed: int, workdir: Path) -> Env:
+    """The session's Env, with the target started (spawn) and probed. Raises TargetError
+    with one line when the target cannot be judged."""
+    target = str(_opt(config, "target"))
+    key = _opt(config, "api_key") or os.environ.get("O41_ARTIFACTS_API_KEY")
+    read_key = _opt(config, "read_key")
+    scoped_arg, read_prefix = _opt(config, "scoped_key"), _opt(config, "scoped_read_prefix")
+    spawned = target == "spawn"
+    if spawned:
+        try:
+            proc = spawn(config, workdir, names.prefix)
+        except SpawnError as exc:
+            raise TargetError(f"--target spawn: {_one_line(exc)}") from exc
+        target = proc.url
+        key = _opt(config, "api_key") or proc.key or "ak_local"
+        read_key = read_key or SPAWN_READ_KEY
+        if not scoped_arg:
+            scoped_arg = f"{SPAWN_SCOPED_KEY}={names.prefix}/w-"
+            read_prefix = f"{names.prefix}/r-"
+    fallback = _opt(config, "fallback")
+    has_fallback = (fallback or "").lower() != "none"
+    env = Env(
+        base=normalize_base(target),
+        key=key,
+        topology=Topology.parse(_opt(config, "places"), fallback if has_fallback else None),
+        prefix=names.prefix,
+        read_key=read_key,
+        scoped=ScopedKey.parse(scoped_arg, read_prefix) if scoped_arg else None,
+        spawned=spawned,
+        faults=tuple(_opt(config, "emulator_fault")),
+        max_url_wait=_opt(config, "max_url_wait"),
+        seed=seed,
+        run_tag=names.tag,
+        has_fallback=has_fallback,
+    )
+    probe(env.base, env.key, env.artifact("probe", count=False))
+    return env

@@ -1,0 +1,162 @@
+"""Receiving the files of an upload, and reclaiming uploads never committed (VER-2, VER-4).
+
+Like an object store, a PUT never overwrites anything: its body streams to an object key no
+other PUT uses, and the object becomes the file's current bytes in ONE step, a transaction
+that first re-checks that the upload is still open. A commit (one transaction too) records
+the current keys, so once it has happened no PUT can change what a version points at, and a
+PUT that finishes later is refused and its object deleted. Reclaiming marks expired uploads
+in a transaction before deleting their bytes, so reclaim and commit cannot both win.
+No lock is held while bytes stream: racing PUTs only meet in the short transactions.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import BinaryIO, Protocol, cast
+
+from . import db
+from .backend import Backend
+from .errors import ApiError, Incomplete, InvalidArgument, NotFound, VersionExists
+
+
+def pause(point: str) -> None:
+    """A named point where a test may hold one request to force an interleaving
+    (tests monkeypatch `emulator.uploads.pause`); in service it does nothing.
+
+    Points: "put:stored" (the body is stored, not yet the file's current bytes) and
+    "reclaim:marked" (expired uploads are marked, their bytes not yet deleted).
+    """
+
+
+def upload_prefix(artifact: str, upload_id: str) -> str:
+    """Every object of one upload lives under this prefix (reclaimed as a whole)."""
+    return f"{artifact}/{upload_id}/"
+
+
+def new_object_key(artifact: str, upload_id: str, file_name: str) -> str:
+    """A key no other PUT uses: a random folder keeps the file's own name last."""
+    return f"{upload_prefix(artifact, upload_id)}{secrets.token_hex(8)}/{file_name}"
+
+
+class Body(Protocol):
+    """A request body that counts and hashes what is read through it."""
+
+    size: int
+
+    def read(self, n: int = -1) -> bytes: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def _require_open(
+    backend: Backend, row, upload_id: str, expired: type[ApiError] = Incomplete
+) -> None:
+    """Only an open, unexpired upload may still receive bytes or be committed."""
+    if row is None:
+        raise NotFound(f"upload {upload_id} does not exist")
+    if row["state"] == "committed":
+        raise VersionExists(
+            f"upload {upload_id} is already committed; a committed version never changes"
+        )
+    if row["state"] == "reclaimed" or row["expires_at"] < backend.now():
+        raise expired(
+            f"upload {upload_id} expired before it was committed and its files are deleted; "
+            "write the version again"
+        )
+
+
+def require_committable(backend: Backend, up) -> None:
+    """Called inside the commit's transaction: an expired or reclaimed upload is refused,
+    so a commit never lists files that a reclaim is deleting. To a commit, an expired
+    upload is gone (404), as an unknown one is; a PUT to it is a conflict (409)."""
+    _require_open(backend, up, up["id"], expired=NotFound)
+
+
+def check_open(backend: Backend, upload_id: str) -> None:
+    """Refuse a PUT before reading its body when the upload can no longer change."""
+    row = (
+        backend.conn()
+        .execute("SELECT state, expires_at FROM uploads WHERE id = ?", (upload_id,))
+        .fetchone()
+    )
+    _require_open(backend, row, upload_id)
+
+
+def store_file(
+    backend: Backend,
+    bucket: str,
+    artifact: str,
+    upload_id: str,
+    name: str,
+    body: Body,
+    expected: int | None,
+) -> tuple[int, str]:
+    """Store one PUT body and make it the file's current bytes; returns (size, sha256).
+
+    `expected` is the Content-Length: a body that ends short (the client hung up) is
+    discarded rather than recorded, so it cannot replace a whole one.
+    """
+    check_open(backend, upload_id)
+    key = new_object_key(artifact, upload_id, name)
+    backend.storage.put(bucket, key, cast(BinaryIO, body))
+    try:
+        size, digest = body.size, body.hexdigest()
+        if expected is not None and size != expected:
+            raise InvalidArgument(
+                f"the body of {name} ended after {size} of {expected} bytes; nothing was kept"
+            )
+        pause("put:stored")
+        superseded = _make_current(backend, upload_id, name, key, size, digest)
+    except BaseException:
+        backend.storage.delete(bucket, key)
+        raise
+    if superseded and superseded != key:
+        backend.storage.delete(bucket, superseded)
+    return size, digest
+
+
+def _make_current(
+    backend: Backend, upload_id: str, name: str, key: str, size: int, digest: str
+) -> str | None:
+    """The one step that makes a stored body visible; returns the key it replaced."""
+    conn = backend.conn()
+    with db.transaction(conn):
+        row = conn.execute(
+            "SELECT state, expires_at FROM uploads WHERE id = ?", (upload_id,)
+        ).fetchone()
+        _require_open(backend, row, upload_id)
+        old = conn.execute(
+            "SELECT object_key FROM upload_files WHERE upload_id = ? AND name = ?",
+            (upload_id, name),
+        ).fetchone()
+        if old is None:
+            raise NotFound(f"upload {upload_id} has no file {name!r}")
+        conn.execute(
+            "UPDATE upload_files SET object_key = ?, received_size = ?, received_sha256 = ? "
+            "WHERE upload_id = ? AND name = ?",
+            (key, size, digest, upload_id, name),
+        )
+    return old["object_key"]
+
+
+def reclaim_expired_uploads(backend: Backend) -> int:
+    """Delete uploads never committed within `upload_lifetime`, with their bytes.
+
+    The state change comes first, in one transaction that re-reads the state: an upload a
+    commit got to first is skipped, and once marked, no commit or PUT can use it.
+    """
+    conn = backend.conn()
+    query = "SELECT id, artifact, location FROM uploads WHERE state = 'open' AND expires_at < ?"
+    if not conn.execute(query + " LIMIT 1", (backend.now(),)).fetchone():
+        return 0  # the common case, without taking the write lock
+    with db.transaction(conn):
+        rows = conn.execute(query, (backend.now(),)).fetchall()
+        ids = [(row["id"],) for row in rows]
+        conn.executemany("UPDATE uploads SET state = 'reclaimed' WHERE id = ?", ids)
+        conn.executemany("DELETE FROM upload_files WHERE upload_id = ?", ids)
+    pause("reclaim:marked")
+    for row in rows:
+        bucket = backend.location(row["location"]).bucket
+        backend.storage.delete_prefix(bucket, upload_prefix(row["artifact"], row["id"]))
+    return len(rows)
+

@@ -1,0 +1,220 @@
+"""Files written under ``o41://P/N/step-XXXXXXXX/`` before their version is committed.
+
+The contract commits a version as one record, after all its files are uploaded (the commit
+goes last: nothing of a step is visible until its writer says it is done, and a writer that
+dies first leaves nothing). fsspec writers, though, open and close files one at a time. So
+a written file is staged on local disk and the step waits for its commit signal: the end of
+a transaction, the end of a ``put``, or the close of a marker file (torch DCP's
+``.metadata``, Orbax's ``commit_success.txt``). A step that never gets one is never
+uploaded, and is named in an ``UncommittedWarning`` when the filesystem goes away.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import shutil
+import tempfile
+import threading
+import warnings
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fsspec.transaction import Transaction
+
+if TYPE_CHECKING:
+    from .filesystem import O41FileSystem
+
+DEFAULT_MARKERS = (".metadata", "commit_success.txt")
+StepKey = tuple[str, str]  # (artifact, version)
+
+
+class UncommittedWarning(UserWarning):
+    """A step was written but got no commit signal: it is not, and will not be, visible."""
+
+
+@dataclass
+class Step:
+    """The staged files of one version: name -> local path (a staged copy or the caller's)."""
+
+    artifact: str
+    version: str
+    files: dict[str, Path] = field(default_factory=dict)
+    tmpdir: Path | None = None
+
+    @property
+    def location(self) -> str:
+        return f"o41://{self.artifact}/{self.version}"
+
+
+class Staging:
+    """Every uncommitted step of one filesystem instance; safe to use from many threads."""
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = root
+        self.steps: dict[StepKey, Step] = {}
+        self.lock = threading.RLock()
+
+    def new_file(self, key: StepKey) -> Path:
+        """A fresh local file to stage one written file of ``key`` in."""
+        with self.lock:
+            step = self._step(key)
+            if step.tmpdir is None:
+                step.tmpdir = Path(tempfile.mkdtemp(prefix="o41-stage-", dir=self.root))
+            fd, name = tempfile.mkstemp(dir=step.tmpdir)
+        open(fd).close()
+        return Path(name)
+
+    def add(self, key: StepKey, name: str, path: Path) -> None:
+        with self.lock:
+            self._step(key).files[name] = path
+
+    def remove(self, key: StepKey, name: str) -> bool:
+        """Forget a staged file; False when there was none of that name."""
+        with self.lock:
+            step = self.steps.get(key)
+            if step is None or name not in step.files:
+                return False
+            step.files.pop(name)
+            return True
+
+    def rename(self, key: StepKey, old: str, new: str) -> bool:
+        with self.lock:
+            step = self.steps.get(key)
+            if step is None or old not in step.files:
+                return False
+            step.files[new] = step.files.pop(old)
+            return True
+
+    def staged(self, key: StepKey, name: str) -> Path | None:
+        with self.lock:
+            step = self.steps.get(key)
+            return step.files.get(name) if step else None
+
+    def pop(self, key: StepKey) -> Step | None:
+        with self.lock:
+            return self.steps.pop(key, None)
+
+    def discard(self, key: StepKey) -> None:
+        step = self.pop(key)
+        if step is not None:
+            cleanup(step)
+
+    def _step(self, key: StepKey) -> Step:
+        if key not in self.steps:
+            self.steps[key] = Step(*key)
+        return self.steps[key]
+
+
+def cleanup(step: Step) -> None:
+    if step.tmpdir is not None:
+        shutil.rmtree(step.tmpdir, ignore_errors=True)
+
+
+def warn_uncommitted(staging: Staging) -> list[str]:
+    """Warn about, and drop, every step still staged; returns their locations."""
+    with staging.lock:
+        steps = list(staging.steps.values())
+        staging.steps.clear()
+    for step in steps:
+        if step.files:
+            warnings.warn(
+                f"{step.location} was written ({', '.join(sorted(step.files))}) but never "
+                "committed, so it is not visible: end a transaction, put the directory, or "
+                "close a marker file (storage option markers=) to commit a step",
+                UncommittedWarning, stacklevel=2)
+        cleanup(step)
+    return [s.location for s in steps if s.files]
+
+
+def is_marker(name: str, markers: tuple[str, ...]) -> bool:
+    """A marker matches the file's name within the step or its base name (glob patterns)."""
+    base = name.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, m) or fnmatch.fnmatchcase(base, m) for m in markers)
+
+
+class WriteFile(io.BufferedWriter):
+    """A file being written to a step: a local staged file, handed to the step on close.
+
+    Leaving a ``with`` block by an exception, or being collected unclosed, discards it, so a
+    marker file cut short by an error never commits its step.
+    """
+
+    def __init__(self, fs: O41FileSystem, path: str, key: StepKey, name: str, local: Path,
+                 autocommit: bool) -> None:
+        super().__init__(io.FileIO(local, "w"), buffer_size=1024 * 1024)
+        self.fs, self.path, self.key, self.relname, self.local = fs, path, key, name, local
+        self.autocommit = autocommit
+        self.discarded = False
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        if exc_type is not None:
+            self.discard()
+        else:
+            self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        super().close()
+        if not self.discarded:
+            self.fs._closed_write(self)
+
+    def __del__(self) -> None:
+        # Collected while still open: its writer never finished it (an exception outside a
+        # ``with`` block). Closing would stage it, and a marker would commit a torn step.
+        if not self.closed:
+            self.discard()
+
+    def commit(self) -> None:
+        """fsspec's per-file commit: the step commits as a whole (see ``StepTransaction``)."""
+        self.close()
+
+    def discard(self) -> None:
+        self.discarded = True
+        if not self.closed:
+            super().close()
+        self.local.unlink(missing_ok=True)
+
+
+class StepTransaction(Transaction):
+    """``with fs.transaction:``: the files of each step written inside become ONE version."""
+
+    def __init__(self, fs: O41FileSystem, **kwargs: Any) -> None:
+        super().__init__(fs, **kwargs)
+        self.steps: set[StepKey] = set()
+
+    def start(self) -> None:
+        self.files = deque()
+        self.steps = set()
+        self.fs._intrans = True
+
+    def complete(self, commit: bool = True) -> None:
+        fs: O41FileSystem = self.fs
+        files, self.files = list(self.files), deque()
+        keys, self.steps = set(self.steps), set()
+        try:
+            for f in files:
+                keys.add(f.key)
+                if commit:
+                    f.close()
+                else:
+                    f.discard()
+            for key in sorted(keys):
+                if commit:
+                    fs._commit_step(key)
+                else:
+                    fs._staging.discard(key)
+        except BaseException:
+            for key in keys:  # steps not committed yet are dropped with the failed one
+                fs._staging.discard(key)
+            raise
+        finally:
+            fs._intrans = False
+            fs._transaction = None
+
+
+__all__ = ["DEFAULT_MARKERS", "Staging", "Step", "StepTransaction", "UncommittedWarning",
+           "WriteFile", "is_marker", "warn_uncommitted"]
