@@ -5,6 +5,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY emulator emulator
 COPY conformance conformance
+COPY replay replay
 COPY o41 o41
 RUN python3 -m venv .venv && .venv/bin/pip install --no-cache-dir .
 RUN useradd --create-home --uid 10041 o41 && mkdir /data && chown o41 /data

@@ -16,15 +16,13 @@ id, as SkyPilot's relaunches share ``SKYPILOT_TASK_ID``), a ``key`` (``none``, `
 An ``upload`` may ``put: none | partial | corrupt`` to cut a commit half way. Rule ids in
 ``rules`` and a step's ``rule`` may be clause ids (``FENCE-2.b``).
 
-Scenarios load from ``fixtures/scenarios`` in a checkout, else from the copy shipped
-in this package (``python -m conformance.scenarios --sync`` refreshes that copy).
+Scenarios load from ``conformance/scenario_files`` (package data, the one copy the
+replay harness reads too), or from ``--scenarios DIR``.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,9 +187,8 @@ def bundled_dir() -> Path:
 
 
 def default_dir() -> Path:
-    """``fixtures/scenarios`` of the checkout this package sits in, else the bundled copy."""
-    repo = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
-    return repo if repo.is_dir() else bundled_dir()
+    """The bundled scenario files: one copy, shared with the replay harness."""
+    return bundled_dir()
 
 
 def load_scenarios(directory: Path | None = None) -> list[Scenario]:
@@ -202,23 +199,3 @@ def load_scenarios(directory: Path | None = None) -> list[Scenario]:
         if scenario is not None:
             found.append(scenario)
     return found
-
-
-def sync_bundled(source: Path, target: Path) -> list[str]:
-    """Copy the checkout's scenario files into the package (so installs ship them)."""
-    target.mkdir(parents=True, exist_ok=True)
-    copied = []
-    for path in sorted(source.glob("*.yaml")):
-        shutil.copyfile(path, target / path.name)
-        copied.append(path.name)
-    for stale in target.glob("*.yaml"):
-        if stale.name not in copied:
-            stale.unlink()
-    return copied
-
-
-if __name__ == "__main__":  # python -m conformance.scenarios --sync
-    if sys.argv[1:] != ["--sync"]:
-        sys.exit("usage: python -m conformance.scenarios --sync")
-    repo = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
-    print("\n".join(sync_bundled(repo, bundled_dir())))

@@ -1,4 +1,4 @@
-"""Scenario replays from ``fixtures/scenarios/*.yaml`` (one test per file; no code per file)."""
+"""Scenario replays from ``conformance/scenario_files/*.yaml`` (one test per file, no code)."""
 
 from __future__ import annotations
 

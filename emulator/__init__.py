@@ -1,18 +1,31 @@
-"""o41 Artifacts emulator: the contract's HTTP API over three fake cloud regions."""
+"""o41 Artifacts emulator: the contract's HTTP API over three fake cloud regions.
+
+Every public name loads on first use: ``emulator.served`` (which the replay harness and test
+suites import) and the CLI must not pay for Flask, and the app must not pay for requests.
+"""
 
 from __future__ import annotations
 
-from .app import create_app
-from .config import Settings
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .app import create_app
+    from .config import Settings
+    from .served import EmulatorDidNotStart, ServedEmulator
 
 __all__ = ["EmulatorDidNotStart", "ServedEmulator", "Settings", "create_app", "__version__"]
 __version__ = "0.1.0"
 
+_HOMES = {
+    "create_app": ".app",
+    "Settings": ".config",
+    "EmulatorDidNotStart": ".served",
+    "ServedEmulator": ".served",
+}
+
 
 def __getattr__(name: str) -> object:
-    # ServedEmulator pulls in requests; `serve` never needs it, so it loads on first use.
-    if name in ("EmulatorDidNotStart", "ServedEmulator"):
-        from . import served
-
-        return getattr(served, name)
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name], __name__), name)
     raise AttributeError(f"module 'emulator' has no attribute {name!r}")

@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import logging
 import re
-import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import replace
-from pathlib import Path
 
 from flask import Flask, Response, g, request
 
 from .backend import Backend
-from .config import Settings
+from .config import Settings, settings_from
 from .errors import Unavailable
-from .web import admin, api, dashboard, dataplane, errors, openapi
+from .upkeep import prepare_storage
+from .web import admin, api, api_document, dashboard, dataplane, error_bodies
 
 log = logging.getLogger("o41.emulator")
-
-
-def _settings(config: Settings | Mapping | None) -> Settings:
-    if isinstance(config, Settings):
-        return config
-    values = dict(config or {})
-    data_dir = values.pop("data_dir", None) or tempfile.mkdtemp(prefix="o41-emulator-")
-    return replace(Settings(data_dir=Path(data_dir)), **values)
 
 
 def _apply_chaos(backend: Backend, operation: str) -> None:
@@ -69,14 +59,15 @@ def _subject_of_request() -> str:
 
 
 def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True) -> Flask:
-    """Build an emulator app on `config` (Settings, or a mapping of Settings fields).
+    """Build an emulator app on `config` (Settings, or a mapping of Settings fields; an
+    unknown name or a mistyped value is a ValueError).
 
     `prepare=False` skips bucket creation when a server's master process has done it already.
     """
-    settings = _settings(config)
+    settings = config if isinstance(config, Settings) else settings_from(config or {})
     backend = Backend(settings)
     if prepare:
-        backend.prepare_storage()
+        prepare_storage(backend)
     app = Flask(__name__)
     app.extensions["o41"] = backend
     app.json.sort_keys = False
@@ -84,8 +75,8 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
     app.register_blueprint(dataplane.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(dashboard.bp)
-    app.register_blueprint(openapi.bp)
-    errors.register(app)
+    app.register_blueprint(api_document.bp)
+    error_bodies.register(app)
 
     @app.before_request
     def _chaos_then_authenticate() -> None:

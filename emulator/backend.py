@@ -9,31 +9,15 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from datetime import UTC, datetime
 
 from . import db, keys
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
+from .faults import ActiveFaults, Fault
 from .locations import Geography, Location
-from .names import Place
 from .signing import UrlSigner
 from .storage import Storage, make_storage
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def place_text(place: Place | None) -> str | None:
-    return str(place) if place is not None else None
-
-
-def place_from_text(text: str | None) -> Place | None:
-    if not text:
-        return None
-    cloud, _, region = text.partition("/")
-    return Place(cloud, region)
 
 
 class Backend:
@@ -41,7 +25,7 @@ class Backend:
 
     def __init__(self, settings: Settings, storage: Storage | None = None) -> None:
         self.settings = settings
-        self.faults = settings.faults
+        self.faults = ActiveFaults(settings.faults)
         self.geography: Geography = settings.geography()
         db.initialise(settings.db_path)
         self.storage = storage or make_storage(settings)
@@ -51,7 +35,7 @@ class Backend:
         with db.transaction(self.conn()):
             for spec in settings.keys:
                 keys.store(self.conn(), spec.key, spec.scopes)
-        self.signer = UrlSigner(db.secret(self.conn()), "url-never-expires" in self.faults)
+        self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults)
         self.chaos = Chaos()
 
     def conn(self) -> sqlite3.Connection:
@@ -68,17 +52,6 @@ class Backend:
             conn.close()
             self._local.conn = None
 
-    def prepare_storage(self) -> None:
-        """Create the buckets and reclaim partial uploads; run once per server start."""
-        for loc in self.geography.locations.values():
-            self.storage.ensure_bucket(loc.bucket)
-        clear = getattr(self.storage, "clear_partials", None)
-        if clear is not None:
-            clear()
-        from .versions import reclaim_expired_uploads
-
-        reclaim_expired_uploads(self)
-
     @staticmethod
     def now() -> float:
         return time.time()
@@ -87,7 +60,7 @@ class Backend:
         return self.geography.get(location_id)
 
     def authenticate(self, header: str | None) -> keys.Principal:
-        if "no-key-check" in self.faults:
+        if Fault.NO_KEY_CHECK in self.faults:
             try:
                 return keys.authenticate(self.conn(), header)
             except Exception:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import importlib
 import ipaddress
+import os
 import shutil
 import sys
 import tempfile
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from .config import DEFAULT_KEY, Settings, load_toml
+from .config import DEFAULT_KEY, SETTINGS, Settings, load_toml
 from .faults import FAULTS
 
 
@@ -21,7 +22,7 @@ class _Commands(click.Group):
     """Commands whose modules load only when they run: `serve` starts faster without the
     replay harness's imports."""
 
-    lazy = {"replay": ("emulator.replay.command", "replay")}
+    lazy = {"replay": ("replay.command", "replay")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])
@@ -31,6 +32,43 @@ class _Commands(click.Group):
             module, attr = self.lazy[name]
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)
+
+
+def setting_options(command: click.Command) -> click.Command:
+    """`serve`'s options for the settings the table (`config.SETTINGS`) marks `cli`, with its
+    help; each also reads O41_EMULATOR_SERVE_<NAME>. One left unset keeps the config file's."""
+    for row in reversed([r for r in SETTINGS.values() if r.cli]):
+        kind: click.ParamType = (click.Choice(row.choices) if row.choices
+                                 else click.IntRange(row.minimum) if row.type is int
+                                 else click.FloatRange(row.minimum, min_open=row.min_open)
+                                 if row.type is float
+                                 else click.STRING)
+        default = f" (default {row.default})" if row.default is not None else ""
+        command = click.option(f"--{row.name.replace('_', '-')}", row.name, type=kind,
+                               help=f"{row.help[0].upper()}{row.help[1:]}{default}.")(command)
+    return command
+
+
+def load_config(config_file: Path | None, data_dir: Path) -> Settings:
+    """The settings of `data_dir`, with the --config file's on top (a bad file is a usage
+    error naming --config)."""
+    settings = Settings(data_dir=data_dir)
+    if config_file is None:
+        return settings
+    try:
+        return load_toml(settings, config_file)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--config") from None
+
+
+def check_environment(ctx: click.Context) -> None:
+    """A variable of this command's prefix that names no option is a typo, not a no-op."""
+    prefix = f"{ctx.auto_envvar_prefix}_"
+    known = {f"{prefix}{p.name.upper()}" for p in ctx.command.params if p.name}
+    unknown = sorted(k for k in os.environ if k.startswith(prefix) and k not in known)
+    if unknown:
+        raise click.UsageError(f"unknown variable(s) {', '.join(unknown)}; this command "
+                               f"reads {', '.join(sorted(known))}")
 
 
 @click.group(
@@ -62,18 +100,7 @@ def main() -> None:
     help="Where metadata and buckets live; persists across restarts. "
     "Default: a fresh temporary dir removed at exit.",
 )
-@click.option(
-    "--storage",
-    type=click.Choice(["fs", "s3"]),
-    default=None,
-    help="Bucket backend: folders under --data-dir (fs, default) or an S3 endpoint.",
-)
-@click.option(
-    "--s3-endpoint",
-    help="S3-compatible endpoint for --storage s3, e.g. http://127.0.0.1:9000 (MinIO).",
-)
-@click.option("--s3-access-key", help="Access key for --storage s3.")
-@click.option("--s3-secret-key", help="Secret key for --storage s3.")
+@setting_options
 @click.option(
     "--config",
     "config_file",
@@ -102,64 +129,34 @@ def main() -> None:
     help="Threads per worker process: each request in progress holds one, so many keep "
     "slow clients from starving the rest.",
 )
-@click.option(
-    "--read-timeout",
-    type=click.FloatRange(0, min_open=True),
-    help="Seconds a request may send no byte (or a download read none) before it is "
-    "dropped (default 30).",
-)
-@click.option(
-    "--url-lifetime",
-    type=click.IntRange(1),
-    help="Seconds a signed URL stays valid (default 3600).",
-)
-@click.option("--admin-key", help="Require this bearer key on /_emulator/ admin endpoints.")
 @click.option("--quiet", is_flag=True, help="No per-call log lines.")
 def serve(
     host: str,
     port: int,
     data_dir: Path | None,
-    storage: str | None,
-    s3_endpoint: str | None,
-    s3_access_key: str | None,
-    s3_secret_key: str | None,
     config_file: Path | None,
     faults: tuple[str, ...],
     workers: int,
     threads: int,
-    read_timeout: float | None,
-    url_lifetime: int | None,
-    admin_key: str | None,
     quiet: bool,
+    **overrides: object,
 ) -> None:
     """Serve the Artifacts API and its signed-URL data plane."""
     from .backend import Backend
     from .server import EmulatorServer, bind
+    from .upkeep import prepare_storage
 
+    check_environment(click.get_current_context())
     temporary = data_dir is None
     root = Path(tempfile.mkdtemp(prefix="o41-emulator-")) if temporary else data_dir
     try:
-        settings = Settings(data_dir=root)
-        if config_file is not None:
-            try:
-                settings = load_toml(settings, config_file)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise click.BadParameter(str(exc), param_hint="--config") from None
-        overrides = {
-            "storage": storage,
-            "s3_endpoint": s3_endpoint,
-            "s3_access_key": s3_access_key,
-            "s3_secret_key": s3_secret_key,
-            "url_lifetime": url_lifetime,
-            "admin_key": admin_key,
-            "read_timeout": read_timeout,
-        }
+        settings = load_config(config_file, root)
         settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         if faults:
             settings = replace(settings, faults=settings.faults | frozenset(faults))
         try:
             prepared = Backend(settings)
-            prepared.prepare_storage()
+            prepare_storage(prepared)
             prepared.close()
         except Exception as exc:  # a bad endpoint or data dir should say so, not trace back
             raise click.ClickException(f"cannot prepare storage: {exc}") from None
@@ -245,12 +242,7 @@ def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | No
     from .cost import cost_table, render
     from .prices import GB
 
-    settings = Settings(data_dir=Path("."))
-    if config_file is not None:
-        try:
-            settings = load_toml(settings, config_file)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise click.BadParameter(str(exc), param_hint="--config") from None
+    settings = load_config(config_file, Path("."))
     try:
         table = cost_table(settings.prices, round(checkpoint_gb * GB), every, for_)
     except ValueError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .backend import Backend, place_from_text
+from .backend import Backend
 from .keys import ANYONE
 from .locations import ROUTES
 from .usage import read_usage
@@ -224,10 +224,9 @@ def usage(backend: Backend) -> UsageView:
     savings = []
     for (place, kind, location, route), rows in groups.items():
         nbytes = sum(r["bytes"] for r in rows)
-        box = place_from_text(place)
-        # A write leaves the box's cloud; with a location at the box it would be local: $0.
-        saved = prices.cost(nbytes, "write", route, location.split("/")[0],
-                            box.cloud if box else None)
+        box_cloud = rows[0]["place"]["cloud"] if rows[0]["place"] else None
+        # With a location at the box the write would be local: $0. Its cost now is saved.
+        saved = prices.cost(nbytes, "write", route, rows[0]["location"]["cloud"], box_cloud)
         savings.append(Saving(place, kind, location, route, sum(r["versions"] for r in rows),
                               nbytes, saved))
     savings.sort(key=lambda s: (-s.saved_usd, -s.bytes, s.place or ""))

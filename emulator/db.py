@@ -19,7 +19,6 @@ CREATE TABLE IF NOT EXISTS artifacts (
     name TEXT PRIMARY KEY,
     epoch INTEGER NOT NULL,
     holder TEXT,
-    latest_step INTEGER,
     versions INTEGER NOT NULL DEFAULT 0,
     forked_from_artifact TEXT,
     forked_from_version TEXT,

@@ -1,6 +1,6 @@
 """Errors of the Artifacts contract, one class per error code.
 
-Rules raise these; a single Flask error handler (``emulator.http``) renders them as
+Rules raise these; a single Flask error handler (``emulator.web.error_bodies``) renders them as
 ``{"error": {"code", "message"}}`` with the class's status. Nothing else builds error bodies.
 
     ApiError
@@ -26,12 +26,10 @@ class ApiError(Exception):
     status: int = 500
     code: str = "internal"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
-
-    def body(self) -> dict:
-        return {"error": {"code": self.code, "message": self.message}}
+        self.headers = headers or {}  # e.g. Retry-After, sent with the error body
 
 
 class Unauthenticated(ApiError):
@@ -99,8 +97,7 @@ class RangeNotSatisfiable(ApiError):
     status, code = 416, "range_not_satisfiable"
 
     def __init__(self, message: str, size: int) -> None:
-        super().__init__(message)
-        self.headers = {"Content-Range": f"bytes */{size}"}
+        super().__init__(message, {"Content-Range": f"bytes */{size}"})
 
 
 class Unavailable(ApiError):
@@ -109,6 +106,5 @@ class Unavailable(ApiError):
     status, code = 503, "unavailable"
 
     def __init__(self, message: str, status: int = 503) -> None:
-        super().__init__(message)
+        super().__init__(message, {"Retry-After": "0"})
         self.status = status
-        self.headers = {"Retry-After": "0"}

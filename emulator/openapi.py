@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from . import __version__
 from .errors import ALL_ERRORS
 from .locations import ROUTES
 from .names import PLACE_PART, SEGMENT, VERSION
@@ -245,8 +246,6 @@ PARAMETERS = {
 
 def document() -> dict:
     """The whole OpenAPI 3.1 document as a JSON-ready dict."""
-    from . import __version__  # emulator/__init__ imports the app, which imports this
-
     errors = _error_responses()
     return {
         "openapi": "3.1.0",

@@ -11,12 +11,14 @@ import secrets
 import socket
 
 from . import db
-from .backend import Backend, iso, place_text
+from .backend import Backend
 from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
+from .faults import Fault
 from .keys import Principal
-from .names import Place, artifact_name, fork_uri
+from .names import Place, artifact_name, fork_uri, version_name
+from .replies import version_json
+from .stored import iso, place_text
 from .versions import latest_step
-from .views import version_json
 
 
 def default_holder() -> str:
@@ -52,7 +54,7 @@ def open_artifact(
         has_versions = row is not None and row["versions"] > 0
         resume_row = None
         if fork is not None:
-            if has_versions and "fork-into-nonempty" not in backend.faults:
+            if has_versions and Fault.FORK_INTO_NONEMPTY not in backend.faults:
                 raise NotEmpty(f"{name} has checkpoints; a fork must go to a new, empty artifact")
             resume_row = conn.execute(
                 "SELECT * FROM versions WHERE artifact = ? AND step = ? AND version = ?",
@@ -66,7 +68,7 @@ def open_artifact(
                 resume_row = conn.execute(
                     "SELECT * FROM versions WHERE artifact = ? AND step = ?", (name, step)
                 ).fetchone()
-        elif has_versions and "fresh-overwrites" not in backend.faults:
+        elif has_versions and Fault.FRESH_OVERWRITES not in backend.faults:
             raise HasCheckpoints(
                 f"{name} has {row['versions']} checkpoint(s); resume 'latest' or fork to a "
                 "new artifact instead of starting fresh"
@@ -104,7 +106,7 @@ def open_artifact(
         )
     warnings = []
     if placement.warning and not (
-        placement.kind == "fallback" and "fallback-silent" in backend.faults
+        placement.kind == "fallback" and Fault.FALLBACK_SILENT in backend.faults
     ):
         warnings.append(placement.warning)
     return {
@@ -133,7 +135,7 @@ def read_artifact(backend: Backend, who: Principal, artifact: object) -> dict:
         "artifact": name,
         "epoch": row["epoch"],
         "holder": row["holder"],
-        "latest": f"step-{step:08d}" if step is not None else None,
+        "latest": version_name(step) if step is not None else None,
         "versions": row["versions"],
         "forked_from": forked,
         "created_at": row["created_at"],

@@ -33,11 +33,18 @@ class Prices:
             return self.cross_cloud.get(leaving_cloud or "other", self.cross_cloud["other"])
         return 0.0
 
+    def per_gb_of(
+        self, direction: str, route: str, location_cloud: str, place_cloud: str | None
+    ) -> float:
+        """Price per GB of a transfer: a read leaves the location's cloud, a write the box's
+        (None: a box of unknown cloud). The one place that says which cloud bytes leave."""
+        leaving = location_cloud if direction == "read" else place_cloud
+        return self.per_gb(route, leaving)
+
     def cost(
         self, nbytes: int, direction: str, route: str, location_cloud: str, place_cloud: str | None
     ) -> float:
-        leaving = location_cloud if direction == "read" else place_cloud
-        return nbytes / GB * self.per_gb(route, leaving)
+        return nbytes / GB * self.per_gb_of(direction, route, location_cloud, place_cloud)
 
     def json(self) -> dict:
         return {"inter_region": dict(self.inter_region), "cross_cloud": dict(self.cross_cloud)}

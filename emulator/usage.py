@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 
 from . import db, names
-from .backend import Backend, place_from_text
+from .backend import Backend
 from .keys import Principal
 from .locations import ROUTES, route
 from .prices import GB
+from .stored import place_from_text
 
 
 def record(
@@ -52,8 +53,8 @@ def _transfer_kinds(backend: Backend, conn, where: str, args: tuple) -> list[tup
     ):
         loc = backend.location(location)
         p = place_from_text(place)
-        leaving = loc.cloud if direction == "read" else (p.cloud if p else None)
-        per_gb = backend.settings.prices.per_gb(rt, leaving)
+        per_gb = backend.settings.prices.per_gb_of(direction, rt, loc.cloud,
+                                                   p.cloud if p else None)
         place_json = json.dumps(p.json()) if p else "null"
         kinds.append((direction, location, place, rt, per_gb, json.dumps(loc.json()), place_json))
     return kinds

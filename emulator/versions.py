@@ -11,7 +11,7 @@ import secrets
 import sqlite3
 
 from . import db, names
-from .backend import Backend, iso, place_from_text
+from .backend import Backend
 from .errors import (
     Fenced,
     Incomplete,
@@ -23,8 +23,9 @@ from .errors import (
 )
 from .keys import Principal
 from .names import Place
+from .replies import object_key, version_json
+from .stored import iso, place_from_text
 from .uploads import reclaim_expired_uploads, require_committable
-from .views import object_key, version_json
 
 
 def latest_step(backend: Backend, artifact: str) -> int | None:
@@ -62,7 +63,8 @@ def _check_name(backend: Backend, artifact: str, version: str, step: int) -> Non
         raise VersionExists(f"{artifact}/{version} is already committed; versions are immutable")
     latest = latest_step(backend, artifact)
     if latest is not None and step <= latest and not overwrite:
-        raise NotAfterLatest(f"{version} is not after the latest step-{latest:08d} of {artifact}")
+        raise NotAfterLatest(
+            f"{version} is not after the latest {names.version_name(latest)} of {artifact}")
 
 
 def _parse_files(backend: Backend, files: object) -> list[tuple[str, int, str]]:
@@ -243,9 +245,8 @@ def _insert_version(
     )
     conn.execute("UPDATE uploads SET state = 'committed' WHERE id = ?", (up["id"],))
     conn.execute(
-        "UPDATE artifacts SET versions = versions + ?, latest_step = MAX(COALESCE(latest_step, "
-        "-1), ?) WHERE name = ?",
-        (0 if replaced else 1, step, artifact),
+        "UPDATE artifacts SET versions = versions + ? WHERE name = ?",
+        (0 if replaced else 1, artifact),
     )
 
 

@@ -30,8 +30,6 @@ from conformance.report import Collector
 from conformance.rules import RULES, RuleViolation, clauses_of, rule_of, rules_of
 from conformance.scenarios import (
     ScenarioError,
-    bundled_dir,
-    default_dir,
     load_scenario,
     load_scenarios,
     parse_size,
@@ -269,7 +267,7 @@ def test_client_helpers() -> None:
 
 
 def test_scenarios_load_and_spot_hop_hops_three_clouds() -> None:
-    scenarios = {s.name: s for s in load_scenarios(REPO / "fixtures" / "scenarios")}
+    scenarios = {s.name: s for s in load_scenarios()}
     assert {
         "spot-hop",
         "no-location-fallback",
@@ -304,16 +302,6 @@ def test_scenario_loader_ignores_foreign_keys_and_rejects_typos(tmp_path: Path) 
         with pytest.raises(ScenarioError):
             load_scenario(bad)
     assert parse_size("2MB") == 2_000_000 and parse_size("1MiB") == 2**20
-
-
-def test_bundled_scenarios_match_fixtures() -> None:
-    """Installed packages ship a copy; refresh it with python -m conformance.scenarios --sync."""
-    assert default_dir() == REPO / "fixtures" / "scenarios"
-    fixtures = load_scenarios(REPO / "fixtures" / "scenarios")
-    bundled = load_scenarios(bundled_dir())
-    assert [(s.name, s.rules, s.steps) for s in bundled] == [
-        (s.name, s.rules, s.steps) for s in fixtures
-    ]
 
 
 def test_public_surface_and_no_emulator_import() -> None:

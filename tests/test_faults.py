@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from emulator import create_app
-from emulator.faults import FAULTS
+from emulator.faults import FAULTS, Fault
 from tests.conftest import make_settings
 from tests.emulator_http import AWS, GCP, Box, Http
 
@@ -65,3 +68,28 @@ def test_fault_breaks_its_rule_and_clean_emulator_holds(tmp_path, request, fault
         settings = make_settings(tmp_path / ("f" if faults else "c"), request, faults=faults)
         http = Http("http://localhost", create_app(settings).test_client())
         assert broken(Box(http, artifact, AWS), http, artifact, fault) is expected
+
+
+def test_a_misspelt_fault_fails_loudly_instead_of_switching_it_off(tmp_path, request):
+    backend = create_app(make_settings(tmp_path, request)).extensions["o41"]
+    assert Fault.NO_FENCING not in backend.faults and "no-fencing" not in backend.faults
+    with pytest.raises(KeyError, match="no fault"):
+        _ = "no-fencnig" in backend.faults
+    with pytest.raises(ValueError, match="unknown fault"):
+        create_app(make_settings(tmp_path / "x", request, faults=frozenset({"no-fencnig"})))
+
+
+def test_every_fault_is_consulted_by_the_emulator():
+    """A fault no code asks about would pass its own test only by accident."""
+    root = Path(__file__).resolve().parent.parent / "emulator"
+    asked = set()
+    for path in root.rglob("*.py"):
+        if path.name == "faults.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in FAULTS:
+                asked.add(node.value)
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id == "Fault"):
+                asked.add(Fault[node.attr].value)
+    assert asked == set(FAULTS)

@@ -167,7 +167,7 @@ def test_racing_puts_commits_and_reclaims_never_change_a_committed_version(
         args += ["--storage", "s3", "--s3-endpoint", request.getfixturevalue("moto_endpoint"),
                  "--s3-access-key", "testing", "--s3-secret-key", "testing"]
     short = tmp_path / "short.toml"
-    short.write_text(f"upload_lifetime = {LIFETIME}\n")
+    short.write_text(f"upload_lifetime = {LIFETIME:g}\n")  # an int setting: "1", not "1.0"
     servers = {"late_put": live_factory(*args), "twin_puts": None,
                "reclaim": live_factory(*args, "--config", str(short))}
     servers["twin_puts"] = servers["late_put"]

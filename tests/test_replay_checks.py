@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from emulator.replay.checks import check
-from emulator.replay.proxy import Call
-from emulator.replay.runner import BoxRun, Replay
-from emulator.replay.scenario import Box, Preempt, Scenario
+from replay.checks import check
+from replay.proxy import Call
+from replay.runner import BoxRun, Replay
+from replay.scenario import Box, Preempt, Scenario
 
 SIZE = 1000
 AWS, GCP = {"cloud": "aws", "region": "us-east-1"}, {"cloud": "gcp", "region": "europe-west4"}

@@ -17,10 +17,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "fixtures" / "examples"
-SPOT_HOP = REPO / "fixtures" / "scenarios" / "spot-hop.yaml"
+SPOT_HOP = REPO / "conformance" / "scenario_files" / "spot-hop.yaml"
 
 
-def replay(tmp_path: Path, trainer: str, scenario: Path = SPOT_HOP,
+def replay(tmp_path: Path, trainer: str, scenario: Path | str = "spot-hop",
            *options: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """Run the harness on an example trainer; return the process and its JSON report."""
     report = tmp_path / "report.json"

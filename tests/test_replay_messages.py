@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from emulator.replay.checks import check
+from replay.checks import check
 from tests.test_replay_checks import SIZE, Hop
 
 REPO = Path(__file__).resolve().parent.parent

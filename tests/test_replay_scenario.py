@@ -6,13 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from emulator.replay.scenario import ResumeAfter, ScenarioError, load_scenario, parse_boxes
+from conformance.scenarios import default_dir
+from replay.scenario import (
+    ResumeAfter,
+    ScenarioError,
+    bundled_dir,
+    find_scenario,
+    load_scenario,
+    parse_boxes,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_spot_hop_boxes_load_with_zombie_and_hops() -> None:
-    scenario = load_scenario(REPO / "fixtures" / "scenarios" / "spot-hop.yaml")
+    scenario = load_scenario(find_scenario("spot-hop"))
     assert [b.id for b in scenario.boxes] == ["A", "B", "C"]
     a = scenario.boxes[0]
     assert a.place == "aws/us-east-1" and a.preempt is not None
@@ -61,3 +69,19 @@ def test_file_without_boxes_refused(tmp_path: Path) -> None:
     path.write_text("name: s\nsteps: []\n")
     with pytest.raises(ScenarioError, match="no boxes"):
         load_scenario(path)
+
+
+def test_suite_and_harness_read_the_one_bundled_copy() -> None:
+    assert bundled_dir() == default_dir()
+    assert find_scenario("spot-hop") == find_scenario("spot-hop.yaml") == (
+        bundled_dir() / "spot-hop.yaml")
+    fixtures = REPO / "fixtures" / "scenarios"  # a checkout's path: a link, not a copy
+    assert fixtures.is_symlink() and fixtures.resolve() == bundled_dir().resolve()
+
+
+def test_unknown_scenario_name_lists_the_bundled_ones(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="spot-hop") as info:
+        find_scenario("spot-hopp")
+    assert "no such file" in str(info.value)
+    with pytest.raises(ScenarioError):
+        find_scenario(str(tmp_path / "spot-hop"))  # a path is never looked up by name

@@ -1,4 +1,2 @@
-"""Copies of ``fixtures/scenarios/*.yaml`` shipped with the package (package data).
-
-Refreshed with ``python -m conformance.scenarios --sync``; a project test checks they match.
-"""
+"""The scenario files (``*.yaml``), package data: the one copy that the conformance suite
+and the replay harness (``o41-emulator replay spot-hop -- ...``) both load."""

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import json
 
-from flask import Blueprint, Response, current_app, g, jsonify, request
+from flask import Blueprint, Response, g, jsonify, request
 
 from .. import names
-from ..backend import Backend
 from ..errors import InvalidArgument, PayloadTooLarge
 from ..opening import open_artifact, read_artifact
 from ..usage import RawJSON, read_usage
 from ..versions import commit_version, list_versions, read_version, write_version
+from .context import backend
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
-
-
-def backend() -> Backend:
-    return current_app.extensions["o41"]
 
 
 def base_url() -> str:

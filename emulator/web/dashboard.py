@@ -7,19 +7,16 @@ chart and renders the templates. With an admin key configured the pages need it,
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 from dataclasses import dataclass
 
-from flask import Blueprint, current_app, render_template, request
+from flask import Blueprint, render_template, request
 from markupsafe import Markup, escape
 
 from .. import dashboard_data
-from ..backend import Backend
 from ..cost import human_bytes, usd
 from ..errors import Unauthenticated
 from ..locations import Geography
+from .context import backend, is_admin_key, presented_admin_key
 
 bp = Blueprint("dashboard", __name__)
 
@@ -32,10 +29,6 @@ PALETTE = {
 OTHER = ("#9333ea", "#db2777", "#0d9488", "#64748b", "#a16207")
 
 CHART_WIDTH, LABEL_WIDTH, BAR_AREA, ROW_HEIGHT, BAR_HEIGHT = 720, 130, 400, 64, 18
-
-
-def backend() -> Backend:
-    return current_app.extensions["o41"]
 
 
 @bp.app_template_filter("bytes")
@@ -94,20 +87,9 @@ def bar_chart(routes: list[dashboard_data.RouteUse]) -> tuple[list[Bar], int]:
 
 @bp.before_request
 def _require_admin() -> None:
-    admin_key = backend().settings.admin_key
-    if not admin_key:
-        return
-    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-    given = value.strip()
-    if scheme.lower() == "basic":
-        try:
-            given = base64.b64decode(given, validate=True).decode().partition(":")[2]
-        except (binascii.Error, UnicodeDecodeError):
-            given = ""
-    if not given or not hmac.compare_digest(given.encode(), admin_key.encode()):
-        exc = Unauthenticated("the dashboard needs the admin key (as the Basic auth password)")
-        exc.headers = {"WWW-Authenticate": 'Basic realm="o41 emulator"'}  # type: ignore[attr-defined]
-        raise exc
+    if not is_admin_key(presented_admin_key()):
+        raise Unauthenticated("the dashboard needs the admin key (as the Basic auth password)",
+                              {"WWW-Authenticate": 'Basic realm="o41 emulator"'})
 
 
 def _common() -> dict:

@@ -13,22 +13,18 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
-from flask import Blueprint, Response, current_app, g, jsonify, request
+from flask import Blueprint, Response, g, jsonify, request
 from werkzeug.wsgi import wrap_file
 
 from .. import uploads, usage
-from ..backend import Backend
 from ..errors import NotFound, PayloadTooLarge, RangeNotSatisfiable
 from ..storage import ObjectMissing, TooLarge
+from .context import backend
 
 bp = Blueprint("data", __name__)
 
 #: Chunks at least this big are hashed on a helper thread; smaller ones inline.
 BACKGROUND_HASH_MIN = 256 << 10
-
-
-def backend() -> Backend:
-    return current_app.extensions["o41"]
 
 
 def _byte_range(size: int) -> tuple[int, int] | None:

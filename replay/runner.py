@@ -24,7 +24,8 @@ from typing import Any
 
 import requests
 
-from ..served import EmulatorDidNotStart, ServedEmulator
+from emulator.served import EmulatorDidNotStart, ServedEmulator
+
 from .proxy import Call, Recorder, RecordingProxy
 from .scenario import Box, Scenario
 

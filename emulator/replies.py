@@ -1,12 +1,15 @@
-"""The contract's Version object, built from database rows, with signed URLs on request."""
+"""The contract's reply objects built from database rows: the Version object (with route
+fields, and signed URLs on request), and where a version's files live in their bucket."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from .backend import Backend, iso, place_text
+from .backend import Backend
+from .faults import Fault
 from .locations import route
 from .names import Place
+from .stored import iso, place_text
 
 
 def object_key(artifact: str, upload_id: str, file_name: str) -> str:
@@ -19,7 +22,7 @@ def route_fields(backend: Backend, location: Place, reader: Place | None) -> dic
     if reader is None:
         return {"route": None, "cross_cloud": None}
     cross = reader.cloud != location.cloud
-    if "wrong-cross-cloud" in backend.faults:
+    if Fault.WRONG_CROSS_CLOUD in backend.faults:
         cross = not cross
     return {"route": route(location, reader), "cross_cloud": cross}
 

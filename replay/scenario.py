@@ -16,13 +16,16 @@
         place: azure/westeurope         # no preempt: runs the command to its end
 
 Other top-level keys (``name``, ``description``, ``rules``, ``steps``) belong to the
-conformance suite and are ignored here.
+conformance suite and are ignored here. The suite and this harness read the same files, kept
+once in ``conformance/scenario_files`` (package data): a bundled scenario can be named
+without a path (``spot-hop``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +177,20 @@ def load_scenario(path: str | Path) -> Scenario:
     except ScenarioError as exc:
         raise ScenarioError(f"{path}: {exc}") from None
     return Scenario(str(data.get("name") or path.stem), boxes, path)
+
+
+def bundled_dir() -> Path:
+    """The scenario files shipped with the conformance suite, which owns them."""
+    return Path(str(files("conformance.scenario_files")))
+
+
+def find_scenario(given: str) -> Path:
+    """A scenario file by path, else by the name of a bundled one (``spot-hop``)."""
+    path = Path(given)
+    if path.is_file():
+        return path
+    bundled = bundled_dir() / f"{given.removesuffix('.yaml')}.yaml"
+    if "/" not in given and bundled.is_file():
+        return bundled
+    names = ", ".join(sorted(p.stem for p in bundled_dir().glob("*.yaml")))
+    raise ScenarioError(f"{given}: no such file, nor a bundled scenario ({names})")

@@ -36,7 +36,7 @@ def error_response(
 def register(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> Response:
-        return error_response(exc.status, exc.code, exc.message, getattr(exc, "headers", None))
+        return error_response(exc.status, exc.code, exc.message, exc.headers)
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:

@@ -16,7 +16,7 @@ import click
 
 from .checks import CHECKS, DEFAULT_LOCATIONS, check
 from .runner import HarnessError, Runner, start_emulator
-from .scenario import ScenarioError, load_scenario
+from .scenario import ScenarioError, find_scenario, load_scenario
 from .table import render
 
 EXIT_VIOLATIONS = 1
@@ -28,7 +28,7 @@ def _log(message: str) -> None:
 
 
 @click.command("replay", context_settings={"ignore_unknown_options": True})
-@click.argument("scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("scenario")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option("--artifact", help="Artifact to check, project/name (default: the one the boxes "
               "opened).")
@@ -46,18 +46,19 @@ def _log(message: str) -> None:
               "--emulator-arg=--fault --emulator-arg=no-fencing.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the violations as JSON to this file.")
-def replay(scenario: Path, command: tuple[str, ...], artifact: str | None, timeout: float,
+def replay(scenario: str, command: tuple[str, ...], artifact: str | None, timeout: float,
            workdir: Path | None, locations: tuple[str, ...], emulator_args: tuple[str, ...],
            json_path: Path | None) -> None:
-    """Run COMMAND as each box of SCENARIO against a fresh emulator, preempting it, then
-    check the artifact's history and print a per-hop table.
+    """Run COMMAND as each box of SCENARIO (a file, or a bundled scenario's name such as
+    spot-hop) against a fresh emulator, preempting it, then check the artifact's history and
+    print a per-hop table.
 
     Put `--` before COMMAND. Each box gets SKYPILOT_CLUSTER_INFO, SKYPILOT_TASK_ID,
     SKYPILOT_NODE_RANK, O41_ARTIFACTS_API_URL and O41_ARTIFACTS_API_KEY, and a fresh working
     directory; arguments naming existing relative paths are made absolute.
     """
     try:
-        plan = load_scenario(scenario)
+        plan = load_scenario(find_scenario(scenario))
     except ScenarioError as exc:
         raise click.BadParameter(str(exc), param_hint="SCENARIO") from None
     workdir = workdir or Path(tempfile.mkdtemp(prefix="o41-replay-"))

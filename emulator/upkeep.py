@@ -1,0 +1,74 @@
+"""The emulator's own upkeep, outside the contract and free of HTTP: preparing storage at
+start, and what the `/_emulator/` endpoints read and change (health, keys, state)."""
+
+from __future__ import annotations
+
+from . import db, keys
+from .backend import Backend
+from .errors import Forbidden, InvalidArgument
+from .uploads import reclaim_expired_uploads
+
+
+def prepare_storage(backend: Backend) -> None:
+    """Create the buckets and reclaim partial and expired uploads; once per server start."""
+    for loc in backend.geography.locations.values():
+        backend.storage.ensure_bucket(loc.bucket)
+    clear = getattr(backend.storage, "clear_partials", None)
+    if clear is not None:
+        clear()
+    reclaim_expired_uploads(backend)
+
+
+def health(backend: Backend) -> dict:
+    """Healthy once the database answers; also says which faults are on."""
+    backend.conn().execute("SELECT 1").fetchone()
+    return {"status": "ok", "faults": sorted(backend.faults)}
+
+
+def add_key(backend: Backend, key: object, scopes: object) -> dict:
+    """Store a key (a new random one when `key` is empty) with its scopes.
+
+    Anyone who can reach an open emulator may add keys, but changing an existing key's
+    scopes (a read-only key made a writer) is an escalation: it needs the admin key, which
+    the web layer has checked when one is configured, so without one it is refused."""
+    key = key or keys.new_key()
+    if not isinstance(key, str) or not key.startswith("ak_") or len(key) > 200:
+        raise InvalidArgument("key must be a string starting with 'ak_'")
+    parsed = keys.parse_scopes(scopes)
+    conn = backend.conn()
+    with db.transaction(conn):
+        existing = keys.scopes_of(conn, key)
+        stored = tuple(sorted(dict(parsed).items()))  # one access per prefix, last wins
+        if existing not in (None, stored) and not backend.settings.admin_key:
+            raise Forbidden("this key exists already; changing its scopes needs the admin "
+                            "key (start the emulator with --admin-key)")
+        keys.store(conn, key, parsed)
+    return {"key": key, "scopes": keys.Principal(parsed).json()}
+
+
+def state(backend: Backend) -> dict:
+    """Every artifact with its versions, the open uploads, the locations and the faults."""
+    conn = backend.conn()
+    artifacts = []
+    for row in conn.execute(
+        "SELECT name, epoch, holder, versions, forked_from_artifact, forked_from_version, "
+        "created_at FROM artifacts ORDER BY name"
+    ):
+        versions = conn.execute(
+            "SELECT version, location, size, epoch, holder, placement FROM versions "
+            "WHERE artifact = ? ORDER BY step",
+            (row["name"],),
+        ).fetchall()
+        artifacts.append({**dict(row), "versions": [dict(v) for v in versions]})
+    open_uploads = conn.execute("SELECT COUNT(*) FROM uploads WHERE state = 'open'").fetchone()[0]
+    geo = backend.geography
+    return {
+        "artifacts": artifacts,
+        "open_uploads": open_uploads,
+        "locations": [
+            {**loc.json(), "bucket": loc.bucket, "default": loc is geo.defaults.get(loc.cloud)}
+            for loc in geo.locations.values()
+        ],
+        "fallback": geo.fallback.json(),
+        "faults": sorted(backend.faults),
+    }
