@@ -18,25 +18,14 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from conformance.mutants.base import Mutant, Request, Response, Upstream
+from conformance.mutants.legal_base import LEGAL, legal, walk
 
-__all__ = ["LEGAL", "Chain", "JsonVariant", "legal", "make_variant"]
-
-LEGAL: dict[str, type[Mutant]] = {}
+__all__ = ["LEGAL", "Chain", "JsonVariant", "legal", "make_variant", "walk"]
 
 #: JSON keys whose object values are maps of data (route or cloud names), not records:
 #: a field added there would be a new route or price, not an extra field.
 DATA_MAPS = frozenset({"routes", "prices"})
 TIME_KEYS = frozenset({"created_at", "expires_at", "urls_expire_at"})
-
-
-def legal(cls: type[Mutant]) -> type[Mutant]:
-    """Register a legal variant under its ``name`` (class decorator)."""
-    if not cls.name or not cls.summary:
-        raise ValueError(f"{cls.__qualname__} needs name and summary")
-    if cls.name in LEGAL:
-        raise ValueError(f"two legal variants named {cls.name!r}")
-    LEGAL[cls.name] = cls
-    return cls
 
 
 class JsonVariant(Mutant):
@@ -60,15 +49,6 @@ class JsonVariant(Mutant):
 
     def encode(self, resp: Response, body: Any) -> Response:
         return resp.with_json(body)
-
-
-def walk(value: Any, fn: Any, key: str | None = None) -> Any:
-    """``value`` rebuilt bottom-up, ``fn(key, node)`` applied to every node."""
-    if isinstance(value, dict):
-        value = {k: walk(v, fn, k) for k, v in value.items()}
-    elif isinstance(value, list):
-        value = [walk(v, fn, key) for v in value]
-    return fn(key, value)
 
 
 # --- wording and shape of JSON ------------------------------------------------------------
@@ -296,10 +276,12 @@ NOT_CHAINED: frozenset[str] = frozenset()
 
 def make_variant(name: str) -> Mutant:
     """An instance of the variant ``name``; ``all`` chains every registered one."""
-    from conformance.mutants import legal_ids  # noqa: F401 - registers the stateful ones
-
     if name == "all":
         return Chain(parts=[LEGAL[n]() for n in sorted(LEGAL) if n not in NOT_CHAINED])
     if name not in LEGAL:
         raise SystemExit(f"unknown legal variant {name!r}: {sorted(LEGAL)} or all")
     return LEGAL[name]()
+
+
+# Imported last: its variants register into the same LEGAL table.
+from conformance.mutants import legal_ids  # noqa: E402, F401

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.mutants.base import Mutant, Request, Response, Upstream
-from conformance.mutants.legal import legal, walk
+from conformance.mutants.legal_base import legal, walk
 from conformance.mutants.m_read import resend
 
 ID_KEYS = ("token", "upload")
