@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS tokens (
     artifact TEXT NOT NULL,
     epoch INTEGER NOT NULL,
     holder TEXT NOT NULL,
-    place TEXT,
+    place TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS uploads (
@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS uploads (
     version TEXT NOT NULL,
     step INTEGER NOT NULL,
     location TEXT NOT NULL,
-    place TEXT,
+    place TEXT NOT NULL DEFAULT '',
     placement TEXT NOT NULL,
     state TEXT NOT NULL DEFAULT 'open',
     created_at TEXT NOT NULL,
@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS versions (
     created_at TEXT NOT NULL,
     epoch INTEGER NOT NULL,
     holder TEXT NOT NULL,
-    place TEXT,
+    place TEXT NOT NULL DEFAULT '',
     placement TEXT NOT NULL,
     upload_id TEXT NOT NULL,
     PRIMARY KEY (artifact, step)
@@ -135,6 +135,7 @@ def initialise(path: Path) -> None:
                 if statement.strip():
                     conn.execute(statement)
             _add_object_keys(conn)
+            _unknown_places_as_empty(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta (name, value) VALUES ('secret', ?)",
                 (secrets.token_urlsafe(32),),
@@ -150,6 +151,13 @@ def _add_object_keys(conn: sqlite3.Connection) -> None:
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}  # noqa: S608
         if "object_key" not in columns:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN object_key TEXT")  # noqa: S608
+
+
+def _unknown_places_as_empty(conn: sqlite3.Connection) -> None:
+    """Data dirs made before places had one stored form kept an unknown place as NULL in
+    these tables (and as '' in `transfers`); now it is '' everywhere."""
+    for table in ("tokens", "uploads", "versions"):
+        conn.execute(f"UPDATE {table} SET place = '' WHERE place IS NULL")  # noqa: S608
 
 
 @contextmanager
