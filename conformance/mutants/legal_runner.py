@@ -27,6 +27,7 @@ from conformance.mutants.runner import (
     SCOPED_WRITE,
     SPAWN_CONFIG,
     Target,
+    add_target_options,
     pytest_command,
     suite_options,
 )
@@ -88,13 +89,7 @@ def run_variant(name: str, target: Target, options: set[str], timeout: float = 6
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m conformance.mutants legal")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--upstream", help="API origin of the implementation under test")
-    where.add_argument("--spawn", action="store_true", help="start o41-emulator once for all")
-    p.add_argument("--api-key", help="write key for --upstream")
-    p.add_argument("--read-key", help="read-only key for --upstream")
-    p.add_argument("--scoped-key", metavar="KEY=PREFIX", help="prefix-scoped key (--upstream)")
-    p.add_argument("--scoped-read-prefix", metavar="PREFIX")
+    add_target_options(p)
     p.add_argument("--jobs", type=int, default=1, help="variants run at once (default 1)")
     p.add_argument("--only", action="append", default=[], metavar="NAME",
                    help="run only these variants ('all' chains every variant at once)")

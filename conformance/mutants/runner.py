@@ -194,8 +194,8 @@ def write_markdown(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m conformance.mutants table")
+def add_target_options(p: argparse.ArgumentParser) -> None:
+    """Where the implementation is and its keys; shared by the mutant and legal tables."""
     where = p.add_mutually_exclusive_group()
     where.add_argument("--upstream", help="API origin of the implementation under test")
     where.add_argument("--spawn", action="store_true", help="start o41-emulator once for all")
@@ -203,6 +203,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--read-key", help="read-only key for --upstream")
     p.add_argument("--scoped-key", metavar="KEY=PREFIX", help="prefix-scoped key (--upstream)")
     p.add_argument("--scoped-read-prefix", metavar="PREFIX")
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m conformance.mutants table")
+    add_target_options(p)
     p.add_argument("--expiry-upstream", metavar="URL",
                    help="a second instance, same keys, whose signed URLs expire within 10 s "
                    "(--upstream; enables the URL expiry tests)")
