@@ -17,6 +17,8 @@ changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint
   trainer's global step: ``epoch=0-step=100.ckpt`` and ``last.ckpt`` of one save become the
   files of ``step-00000100``. A second save at a step this run already committed (Lightning
   saves ``last.ckpt`` again at an epoch's end) keeps the first.
+- **``trainer.save_checkpoint("o41://P/N/final.ckpt")``** by hand goes into the version of
+  the trainer's global step too.
 - **Top-k deletes keep versions.** Versions are immutable (VER-2), and a run must never lose
   the checkpoint it resumed from (Lightning issue 21813): the delete is logged and skipped.
 """
@@ -29,6 +31,8 @@ import logging
 import re
 import threading
 from typing import Any
+
+import fsspec
 
 from .errors import ConfigError, NotAfterLatest, VersionExists
 from .fspaths import parse
@@ -57,16 +61,16 @@ def mend() -> None:
                 continue
             _mend_checkpoint(checkpoint_cls)
             _mend_connector(connector._CheckpointConnector, checkpoint_cls)
+            _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer)
             checkpoint_cls._o41_mended = True
 
 
 def _o41(callback: Any) -> Any:
-    """The callback's o41 filesystem, or None when its dirpath is elsewhere."""
-    from .filesystem import O41FileSystem
-
+    """The callback's o41 filesystem, or None when its dirpath is elsewhere (told by its
+    protocol: ``o41.filesystem`` imports this module, not the other way round)."""
     fs = getattr(callback, "_fs", None)
     dirpath = str(getattr(callback, "dirpath", "") or "")
-    return fs if isinstance(fs, O41FileSystem) and dirpath.startswith("o41://") else None
+    return fs if getattr(fs, "protocol", None) == "o41" and dirpath.startswith("o41://") else None
 
 
 def _mend_checkpoint(cls: Any) -> None:
@@ -114,6 +118,24 @@ def _one_version_per_save(hook: Any) -> Any:
             return None
 
     return wrapped
+
+
+def _mend_trainer(cls: Any) -> None:
+    save = cls.save_checkpoint
+
+    @functools.wraps(save)
+    def save_checkpoint(self: Any, filepath: Any, *args: Any, **kwargs: Any) -> Any:
+        """A checkpoint saved by hand at the top (``o41://P/N/final.ckpt``) goes into the
+        version of the trainer's global step, as ModelCheckpoint's do."""
+        if not str(filepath).startswith("o41://"):
+            return save(self, filepath, *args, **kwargs)
+        fs, _ = fsspec.core.url_to_fs(str(filepath))
+        with fs.transaction as trans:
+            if trans.root_step is None:
+                trans.root_step = int(self.global_step)
+            return save(self, filepath, *args, **kwargs)
+
+    cls.save_checkpoint = save_checkpoint
 
 
 def last_checkpoint(fs: Any, artifact: str) -> set[str]:

@@ -20,7 +20,6 @@ import requests
 
 from emulator.served import ServedEmulator
 
-
 # Set for the pytest process by the root conftest.py (fencing raises, no background watch);
 # kept in-process, left out of a subprocess's environment.
 IN_PROCESS = ("O41_ON_FENCED", "O41_FENCE_CHECK")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-
 from trainer_runs import artifact, start, versions, wait_for_version
 
 if TYPE_CHECKING:
