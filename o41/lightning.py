@@ -164,6 +164,12 @@ def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
             _refuse_root_dir(trainer, checkpoint_cls)
         targets = [(cb, fs) for cb in trainer.checkpoint_callbacks
                    if isinstance(cb, checkpoint_cls) and (fs := _o41(cb)) is not None]
+        for cb, _ in targets:
+            _check_dirpath(cb.dirpath)
+        # One launch, one open: in a multi-process run only global rank 0 opens (and saves,
+        # as Lightning does); the other ranks read.
+        if not getattr(trainer, "is_global_zero", True):
+            targets = []
         if fitting and ckpt_path == "last":
             for cb, fs in targets:  # fence first: "last" is then what no zombie can change
                 fs.run(cb.dirpath, resume="latest")
@@ -174,6 +180,15 @@ def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
         return chosen
 
     cls._select_ckpt_path = _select_ckpt_path
+
+
+def _check_dirpath(dirpath: str) -> None:
+    """A ModelCheckpoint's dirpath is the artifact itself: its saves are the versions."""
+    where = parse(dirpath[6:])
+    if where.version is not None or where.name:
+        raise ConfigError(f"ModelCheckpoint(dirpath={dirpath!r}): the dirpath of an o41 run "
+                          f"is its artifact, o41://{where.artifact}; each save becomes a "
+                          "version (step-XXXXXXXX/) of it")
 
 
 def _resume_for(dirpath: str, ckpt_path: Any) -> str | None:
