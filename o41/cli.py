@@ -128,8 +128,7 @@ def cp_command(source: str, dest: str, workers: int, progress: bool | None) -> N
                f"files, {_size(version.size)}) at {version.location_name}")
 
 
-@cli.command("run", context_settings={"ignore_unknown_options": True,
-                                      "allow_interspersed_args": False})
+@cli.command("run", context_settings={"ignore_unknown_options": True})
 @click.argument("location")
 @click.option("--resume", default="latest", show_default=True,
               help='"latest", "fresh", or o41://P/N/step-XXXXXXXX to fork from.')
@@ -143,7 +142,6 @@ def run_command(location: str, resume: str, command: tuple[str, ...]) -> None:
     """
     from .launch import launch
 
-    command = command[1:] if command[:1] == ("--",) else command
     if not command:
         raise click.UsageError("no COMMAND to run after the location (o41 run LOCATION -- CMD)")
     sys.exit(launch(location, None if resume == "fresh" else resume, command))

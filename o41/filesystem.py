@@ -80,7 +80,7 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         self._latest: dict[str, str] = {}  # artifact -> the version ``latest`` means here
         self._lock = threading.RLock()
         self._local = threading.local()
-        self._staging = shared_staging(self.api.api_url, staging_dir)
+        self._staging = shared_staging(self.api.api_url, self.holder, staging_dir)
         _mend_lightning()
 
     # -- paths ------------------------------------------------------------------------------
@@ -94,9 +94,9 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
 
     # -- reading ----------------------------------------------------------------------------
 
-    def _latest_name(self, artifact: str, fresh: bool = False) -> str:
+    def _latest_name(self, artifact: str) -> str:
         with self._lock:
-            name = None if fresh else self._latest.get(artifact)
+            name = self._latest.get(artifact)
         return name or self._signed(artifact, "latest").version
 
     def _signed(self, artifact: str, version: str, fresh: bool = False) -> Version:

@@ -90,12 +90,6 @@ def fence_check_every(env: Mapping[str, str] | None = None) -> float:
     return every
 
 
-def held(api: ApiClient, artifact: str, holder: str) -> Run | None:
-    """The run this process opened for ``artifact`` on this API as ``holder``, if any."""
-    with _lock:
-        return _runs.get((api.api_url, artifact, holder))
-
-
 def shared_run(api: ApiClient, artifact: str, *, resume: str | None, settings: Settings,
                place: Place | None, holder: str, workers: int, on_fenced: str) -> Run:
     """The process's run for ``artifact``: handed over by ``o41 run``, or opened now, once."""
@@ -116,6 +110,12 @@ def shared_run(api: ApiClient, artifact: str, *, resume: str | None, settings: S
                 threading.Thread(target=_watch, args=(run, every, on_fenced), daemon=True,
                                  name=f"o41-fence-watch-{artifact}").start()
         return run
+
+
+def shared_run_if_held(api: ApiClient, artifact: str, holder: str) -> Run | None:
+    """The launch's run of ``artifact`` when it has opened one (a reader has none)."""
+    with _lock:
+        return _runs.get((api.api_url, artifact, holder))
 
 
 def handed_over(api: ApiClient, artifact: str, holder: str, *, workers: int,
@@ -210,15 +210,6 @@ def _watch(run: Run, every: float, policy: str) -> None:
             return
 
 
-def forget(api_url: str | None = None) -> None:
-    """Drop held runs (of one API, or all): for tests that start emulators in one process."""
-    with _lock:
-        for key in [k for k in _runs if api_url is None or k[0] == api_url]:
-            _runs.pop(key, None)
-        for key in [k for k in _fenced if api_url is None or k[0] == api_url]:
-            _fenced.pop(key, None)
-
-
-__all__ = ["ENV_FENCE_CHECK", "ENV_ON_FENCED", "ENV_RUN", "check_not_fenced", "fence_check_every",
-           "fenced", "forget", "handed_over", "handoff", "held", "on_fenced_policy",
-           "shared_run", "superseded"]
+__all__ = ["ENV_FENCE_CHECK", "ENV_ON_FENCED", "ENV_RUN", "check_not_fenced",
+           "fence_check_every", "fenced", "handed_over", "handoff", "on_fenced_policy",
+           "shared_run", "shared_run_if_held", "superseded"]

@@ -120,17 +120,18 @@ class Staging:
         return self.steps[key]
 
 
-_shared: dict[tuple[str, str | None], Staging] = {}
+_shared: dict[tuple[str, str, str | None], Staging] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_staging(api_url: str, root: str | None = None) -> Staging:
-    """The process's staging for one API; the first use reclaims what dead processes left."""
+def shared_staging(api_url: str, holder: str, root: str | None = None) -> Staging:
+    """The launch's staging (one API, one holder: ``o41.fsrun``'s key); the first use in a
+    process reclaims what dead processes left."""
     with _shared_lock:
-        staging = _shared.get((api_url, root))
+        staging = _shared.get((api_url, holder, root))
         if staging is None:
             reclaim_dead(root)
-            staging = _shared[(api_url, root)] = Staging(root)
+            staging = _shared[(api_url, holder, root)] = Staging(root)
             atexit.register(warn_uncommitted, staging)
         return staging
 

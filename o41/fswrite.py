@@ -159,8 +159,17 @@ class StepWriter:
     def rm_file(self: Any, path: str) -> None:
         key, name = self._write_target(path)
         if not self._staging.remove(key, name):
+            self._refuse_if_fenced(key[0])
             raise PermissionError(f"{path}: committed versions are immutable (VER-2); "
                                   "only a file not yet committed can be removed")
+
+    def _refuse_if_fenced(self: Any, artifact: str) -> None:
+        """A fenced zombie's clean-up of what the newer box committed (DCP removes an old
+        ``.metadata`` before its rename) is a fence, not a permission slip."""
+        run = fsrun.shared_run_if_held(self.api, artifact, self.holder)
+        exc = fsrun.superseded(run) if run is not None else None
+        if exc is not None:
+            raise fsrun.fenced(run, exc, self.on_fenced)
 
     _rm = rm_file
 
