@@ -158,7 +158,8 @@ class Runner:
                 continue
             due = (after.seconds is not None and now - (run.preempted_at or now) >= after.seconds
                    or after.box is not None and any(r.box.id == after.box for r in self.runs)
-                   and self.recorder.checkpoints(after.box) >= after.checkpoints)
+                   and (self.recorder.calls_of(after.box) >= after.calls if after.calls
+                        else self.recorder.checkpoints(after.box) >= after.checkpoints))
             if due:
                 self._continue(run, now)
 
@@ -168,11 +169,12 @@ class Runner:
         self.log(f"SIGCONT {run.box.id}: the zombie runs again")
 
     def on_call(self, call: Call) -> None:
-        """Proxy hook, before the box hears the reply: exact checkpoint-count triggers."""
-        if call.op != "commit" or not call.ok:
-            return
+        """Proxy hook, before the box hears the reply: exact call- and checkpoint-count
+        triggers (a zombie woken at a relaunch's first call runs before that call returns)."""
         with self.lock:
             self._zombies(time.monotonic())
+            if call.op != "commit" or not call.ok:
+                return
             run = self.current
             p = run.box.preempt if run is not None else None
             if (run is None or p is None or p.after_checkpoints is None or run.preempted

@@ -57,6 +57,7 @@ class Hop:
         self.reads = [{"direction": "read", "version": "step-00000001", "place": GCP,
                        "route": "cross_cloud", "bytes": SIZE}]
         self.preempt = {"A": ("stop", 5.5), "B": (None, None)}
+        self.exits: dict[str, tuple[float | None, int]] = {"A": (6.5, 8)}
 
     def replay(self) -> Replay:
         runs = []
@@ -65,8 +66,10 @@ class Hop:
             box = Box(box_id, place, Preempt(after_checkpoints=1, mode=mode) if mode else None)
             log = self.tmp / f"box-{box_id}.log"
             log.touch()
-            runs.append(BoxRun(box, log, None, 0.0, returncode=0,  # type: ignore[arg-type]
-                               preempted=mode, continued_at=cont))
+            # a fenced zombie stops by itself (the client's exit code 8) soon after its refusal
+            end, code = self.exits.get(box_id, (None, 0))
+            runs.append(BoxRun(box, log, None, 0.0, ended=end,  # type: ignore[arg-type]
+                               returncode=code, preempted=mode, continued_at=cont))
         scenario = Scenario("t", tuple(r.box for r in runs))
         return Replay(scenario, runs, self.calls, "p/n", self.history,
                       {"transfers": self.reads}, self.tmp)
