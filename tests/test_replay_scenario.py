@@ -29,6 +29,13 @@ def test_spot_hop_boxes_load_with_zombie_and_hops() -> None:
     assert scenario.boxes[-1].preempt is None
 
 
+def test_zombie_wakes_early_wakes_its_zombie_at_the_relaunchs_first_call() -> None:
+    a, b = load_scenario(find_scenario("zombie-wakes-early")).boxes
+    assert a.preempt is not None and a.preempt.mode == "stop"
+    assert a.preempt.resume_after == ResumeAfter(box="B", calls=1)
+    assert b.preempt is None
+
+
 def test_loader_ignores_keys_it_does_not_own(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text("name: s\nrules: [FENCE-2]\nsteps:\n  - open: {}\n"
@@ -58,6 +65,12 @@ def test_cluster_info_uses_skypilot_cloud_names() -> None:
     ([{"id": "A", "preempt": {"after_checkpoints": 1, "mode": "stop",
                               "resume_after": {"box": "A"}}}], "launched after this one"),
     ([{"id": "A", "zone": "x"}], "unknown key"),
+    ([{"id": "A", "preempt": {"after_checkpoints": 1, "mode": "stop",
+                              "resume_after": {"box": "B", "calls": 1, "checkpoints": 1}}},
+      {"id": "B"}], "not both"),
+    ([{"id": "A", "preempt": {"after_checkpoints": 1, "mode": "stop",
+                              "resume_after": {"box": "B", "calls": 0}}}, {"id": "B"}],
+     "calls must be a number >= 1"),
 ])
 def test_bad_boxes_refused_naming_box_and_key(boxes: list, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
