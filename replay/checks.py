@@ -24,6 +24,9 @@ CHECKS: dict[str, str] = {
     "box-exit": "every box ran until preempted, and the last one to its end",
 }
 DEFAULT_LOCATIONS = frozenset({"aws/us-east-1", "gcp/europe-west4", "azure/westeurope"})
+# A load may read a little over the files' size (ranged reads rounded to block edges): the
+# bound a load must meet (issue 18: 1.02x). A second download is 2x, far beyond it.
+READ_SLACK = 1.02
 
 
 def _fresh_start(f: Facts) -> list[Violation]:
@@ -150,7 +153,7 @@ def _cross_cloud_reads(f: Facts) -> list[Violation]:
             out.append(Violation("cross-cloud-reads", who, f"read {version} cross-cloud from "
                                  f"{place or 'an unknown place'} ({nbytes} bytes), which no "
                                  "relaunch there resumed from"))
-        elif nbytes > expected[(place, version)] * sizes[version]:
+        elif nbytes > expected[(place, version)] * sizes[version] * READ_SLACK:
             times = nbytes / max(1, sizes[version])
             out.append(Violation("cross-cloud-reads", who, f"read {version} cross-cloud "
                                  f"{times:.1f} times its size ({nbytes} bytes): more than the "

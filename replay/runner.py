@@ -99,10 +99,14 @@ def start_emulator(data_dir: Path, extra: Sequence[str] = ()) -> Emulator:
 
 
 def absolute_args(command: Sequence[str], cwd: Path) -> list[str]:
-    """Make arguments that name existing relative paths absolute (boxes run elsewhere)."""
+    """Make arguments that name existing relative paths absolute (boxes run elsewhere).
+
+    A module name after ``-m`` stays as it is, even where a folder of that name exists
+    (``python -m o41 run ...`` from a checkout).
+    """
     # abspath, not resolve(): a venv's python is a symlink that must stay one
-    return [os.path.abspath(cwd / a) if not os.path.isabs(a) and (cwd / a).exists() else a
-            for a in command]
+    return [os.path.abspath(cwd / a) if not os.path.isabs(a) and (cwd / a).exists()
+            and (i == 0 or command[i - 1] != "-m") else a for i, a in enumerate(command)]
 
 
 class Runner:

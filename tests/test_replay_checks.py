@@ -181,6 +181,13 @@ def test_second_cross_cloud_read_flagged(hop: Hop) -> None:
     assert hop.checks() == {"cross-cloud-reads"}
 
 
+def test_cross_cloud_read_within_two_percent_of_the_size_passes(hop: Hop) -> None:
+    hop.reads[0]["bytes"] = SIZE * 102 // 100
+    assert hop.checks() == set()
+    hop.reads[0]["bytes"] = SIZE * 103 // 100
+    assert hop.checks() == {"cross-cloud-reads"}
+
+
 def test_cross_cloud_read_no_hop_resumed_flagged(hop: Hop) -> None:
     hop.reads.append({"direction": "read", "version": "step-00000002", "place": AWS,
                       "route": "cross_cloud", "bytes": SIZE})

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from conformance.scenarios import default_dir
+from replay.runner import absolute_args
 from replay.scenario import (
     ResumeAfter,
     ScenarioError,
@@ -98,3 +99,11 @@ def test_unknown_scenario_name_lists_the_bundled_ones(tmp_path: Path) -> None:
     assert "no such file" in str(info.value)
     with pytest.raises(ScenarioError):
         find_scenario(str(tmp_path / "spot-hop"))  # a path is never looked up by name
+
+
+def test_command_paths_made_absolute_but_not_a_module_after_dash_m(tmp_path: Path) -> None:
+    (tmp_path / "o41").mkdir()
+    (tmp_path / "train.py").touch()
+    assert absolute_args(["python", "-m", "o41", "run", "--", "python", "train.py"],
+                         tmp_path) == ["python", "-m", "o41", "run", "--", "python",
+                                       str(tmp_path / "train.py")]
