@@ -15,6 +15,9 @@ from .proxy import Call
 from .runner import BoxRun, Replay
 
 WRITES = ("write", "commit")
+# The o41 client's exit code for a fenced launch (docs/client.md): how a zombie that learnt of
+# its fence from a check of the artifact, not from a refused write, says it stopped for that.
+FENCED_EXIT = 8
 
 
 @dataclass(frozen=True)
@@ -73,12 +76,18 @@ class Zombie:
         return [] if t is None else [c for c in self.late if c.started >= t]
 
     def stopped_by_itself(self) -> bool:
-        """Exited on its own, non-zero, after a call made once it was superseded (a check of
-        the artifact that told it so), not killed by the harness. Without such a call an exit
-        is a crash, not a fence."""
+        """Exited on its own with the fenced exit code after a call made once it was
+        superseded (a check of the artifact that told it so). Without such a call, or with
+        another code, the exit is a crash, not a fence."""
         r = self.run
-        return (bool(self.after_fence()) and r.returncode is not None and r.returncode > 0
-                and not r.timed_out)
+        return bool(self.after_fence()) and r.returncode == FENCED_EXIT and not r.timed_out
+
+    def told(self) -> Call | None:
+        """The call that told it of its fence: its first ``fenced`` refusal after SIGCONT, or
+        for a zombie that stopped by itself, its first call once superseded."""
+        if self.fenced:
+            return self.fenced[0]
+        return self.after_fence()[0] if self.stopped_by_itself() else None
 
 
 class Facts:

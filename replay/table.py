@@ -81,9 +81,9 @@ def _end(f: Facts, run: BoxRun) -> str:
     if run.returncode is not None and run.returncode >= 0:
         parts.append(f"exit {run.returncode}")
         z = f.zombie(run)
-        told = z.fenced[0].ended if z is not None and z.fenced else None
+        told = z.told() if z is not None else None
         if told is not None and run.ended is not None:
-            parts[-1] += f" ({max(0.0, run.ended - told):.1f} s after fenced)"
+            parts[-1] += f" ({max(0.0, run.ended - told.ended):.1f} s after fenced)"
     return " -> ".join(parts) or "?"
 
 

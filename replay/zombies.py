@@ -4,13 +4,14 @@ Two halves. Every write or commit with a token a later open had superseded must 
 with ``fenced`` (whoever sent it). And each continued zombie is judged over its whole life
 after SIGCONT (``Facts.zombie``): it must not re-open, none of its commits may land after
 the relaunch began and before the relaunch fenced it, and once fenced it must stop. Fencing
-counts as exercised when the zombie got a ``fenced`` refusal, or stopped by itself, after a
-newer open; only a zombie that no newer open ever superseded while it ran is a note.
+counts as exercised when the zombie got a ``fenced`` refusal, or stopped by itself with the
+fenced exit code after a call once superseded (a check of the artifact's epoch); only a
+zombie that no newer open ever superseded while it ran is a note.
 """
 
 from __future__ import annotations
 
-from .facts import WRITES, Facts, Violation, Zombie
+from .facts import FENCED_EXIT, WRITES, Facts, Violation, Zombie
 
 
 def stale_writes(f: Facts) -> list[Violation]:
@@ -77,9 +78,11 @@ def _judge(f: Facts, z: Zombie) -> list[Violation]:
                                  "after SIGCONT) yet exited 0: it trained on instead of "
                                  "stopping (a framework swallowed the error?)"))
     elif not z.stopped_by_itself() and not any(c.op in WRITES for c in z.after_fence()):
+        how = (f"exited {z.run.returncode}, not with the fenced exit {FENCED_EXIT}"
+               if z.run.returncode not in (None, 0, FENCED_EXIT) else "did not stop by itself")
         out.append(Violation("zombie-write", z.box, f"made no write after SIGCONT once box "
-                             f"{by} had superseded it, nor stopped by itself, so fencing was "
-                             "not exercised (does the command save after a pause?)"))
+                             f"{by} had superseded it and {how}, so fencing was not "
+                             "exercised (does the command save after a pause?)"))
     return out
 
 

@@ -176,6 +176,16 @@ def test_unknown_place_needs_a_logged_warning(hop: Hop) -> None:
     assert check(hop.replay()) == []
 
 
+def test_relaunch_that_read_one_of_two_whole_checkpoints_resumed(hop: Hop) -> None:
+    files = [{"name": "epoch=0-step=1.ckpt", "size": SIZE // 2},
+             {"name": "last.ckpt", "size": SIZE // 2}]
+    hop.calls[3].reply["resume_from"]["files"] = files
+    hop.reads[0]["bytes"] = SIZE // 2
+    assert hop.checks() == set()
+    hop.reads[0]["bytes"] = SIZE // 2 - 1
+    assert hop.checks() == {"not-resumed"}
+
+
 def test_second_cross_cloud_read_flagged(hop: Hop) -> None:
     hop.reads[0]["bytes"] = 2 * SIZE
     assert hop.checks() == {"cross-cloud-reads"}

@@ -84,6 +84,17 @@ def test_zombie_that_checks_the_artifact_and_exits_0_flagged(hop: Hop) -> None:
     assert v.check == "zombie-write" and "fencing was not exercised" in v.message
 
 
+def test_zombie_crashing_after_a_check_without_a_fenced_refusal_flagged(hop: Hop) -> None:
+    # e.g. DCP's writer saw the newer box's step and failed to replace its .metadata
+    hop.calls[6] = call("A", "read_version", 6, {"version": "step-00000002"}, artifact="p/n")
+    hop.exits["A"] = (6.5, 1)
+    replay = hop.replay()
+    [v] = check(replay)
+    assert v.check == "zombie-write" and "exited 1, not with the fenced exit 8" in v.message
+    [row] = [line for line in render(replay, [v]).splitlines() if line.startswith("0 ")]
+    assert row.endswith("SIGSTOP -> SIGCONT -> exit 1")
+
+
 def test_zombie_that_ended_before_any_newer_open_is_a_note(early: Hop) -> None:
     del early.calls[8]
     early.exits["A"] = (2.8, 0)
