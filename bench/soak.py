@@ -167,10 +167,11 @@ def _ok(r: requests.Response) -> dict:
 
 def run(work: Path, seconds: float, raw: int = 12, fs: int = 8, readers: int = 12,
         every: float = 5.0, sizes: tuple[int, int] = (16 << 10, 256 << 10),
-        log=print) -> Soak:
+        serve_args: tuple[str, ...] = (), log=print) -> Soak:
     """The mixed load for `seconds` on a fresh emulator (2 workers x 64 threads, the
-    defaults), sampling its process tree's RSS every `every` seconds."""
-    emu = Emulator(work / "data-soak", work, name="emulator-soak")
+    defaults, unless `serve_args` say otherwise), sampling its process tree's RSS every
+    `every` seconds."""
+    emu = Emulator(work / "data-soak", work, *serve_args, name="emulator-soak")
     soak = Soak(seconds, {"raw writers": raw, "fsspec writers": fs, "readers": readers})
     stop = threading.Event()
     seen = _Artifacts()

@@ -151,7 +151,9 @@ def main() -> None:
     show_default=True,
     type=click.IntRange(1, 256),
     help="Threads per worker process: each request in progress holds one, so many keep "
-    "slow clients from starving the rest.",
+    "slow clients from starving the rest. A stalled upload holds its thread until "
+    "--read-timeout drops it: with --workers 1 --threads 2, two stalled PUT bodies keep "
+    "even health waiting that long.",
 )
 @click.option(
     "--allow-unauthenticated-admin",
