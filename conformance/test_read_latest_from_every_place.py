@@ -47,7 +47,7 @@ def test_latest_is_the_highest_step_whatever_the_readers_place(
                 f"resume_from of an open in {home}")
 
 
-@pytest.mark.rule("READ-1.c", "READ-1.a")
+@pytest.mark.rule("READ-1.c", "READ-1.a", "OPEN-2.a", "FORK-2.a", "API-1.e")
 def test_list_shows_every_version_beyond_a_first_page(o41_env: Env, o41_api: Client) -> None:
     a = open_box(o41_api, o41_env.artifact("r1c-many"), "box-a")
     names = [f"step-{3 * n + 1:08d}" for n in range(MANY)]
@@ -66,3 +66,10 @@ def test_list_shows_every_version_beyond_a_first_page(o41_env: Env, o41_api: Cli
                     name, "READ-1.c", f"read {name} of {MANY}")
     latest = expect_ok(o41_api.read(a.artifact), "READ-1.a", "read latest")
     check_equal(latest.get("version"), names[-1], "READ-1.a", f"latest of {MANY}")
+    b = open_box(o41_api, a.artifact, "box-b", rule="OPEN-2")
+    check_equal((b.opened.get("resume_from") or {}).get("version"), names[-1], "OPEN-2.a",
+                f"resume_from of a relaunch after {MANY} versions")
+    source = f"o41://{a.artifact}/{names[MANY - 5]}"
+    fork = open_box(o41_api, o41_env.artifact("r1c-fork"), "box-f", resume=source, rule="FORK-1")
+    check_equal((fork.opened.get("resume_from") or {}).get("version"), names[MANY - 5],
+                "FORK-2.a", f"resume_from of a fork from the {MANY - 4}th of {MANY} versions")

@@ -77,7 +77,7 @@ def test_get_url_works_until_shortly_before_urls_expire_at(
         check_equal(api.fetch(url).status, 403, "READ-4.c", "GET after urls_expire_at")
 
 
-@pytest.mark.rule("READ-4.e")
+@pytest.mark.rule("READ-4.e", "READ-4.c")
 def test_put_url_works_until_shortly_before_expires_at(
     o41_expiring_env: Env, o41_trail: Trail
 ) -> None:
@@ -91,5 +91,9 @@ def test_put_url_works_until_shortly_before_expires_at(
     check(claimed is not None, "API-1.d", "a write carries no expires_at")
     waited, near_end = _sample(api, reply, claimed, env.max_url_wait)
     where = "shortly before its expires_at" if near_end else f"{waited:.0f}s after the write"
-    put = api.put(body["files"][0]["url"], files["m.bin"])
+    url = body["files"][0]["url"]
+    put = api.put(url, files["m.bin"])
     check(put.ok, "READ-4.e", f"PUT of the write's URL {where} got {put.status}")
+    if near_end:
+        _wait_until(reply.received_at + claimed - reply.server_time + 1.5)
+        check_equal(api.put(url, files["m.bin"]).status, 403, "READ-4.c", "PUT after expires_at")

@@ -66,9 +66,13 @@ def respelled(url: str, old: str, new: str) -> set[str]:
 
 
 def cut_down(url: str) -> list[tuple[str, str]]:
-    """``url`` with each query parameter, the whole query, and each path segment left out."""
+    """``url`` with each query parameter, the whole query, and each path segment left out,
+    and with its path changed by one slash (appended, or its last one doubled)."""
     parts = urlsplit(url)
-    out = []
+    head, _, leaf = parts.path.rpartition("/")
+    out = [("path with a slash appended", urlunsplit(parts._replace(path=parts.path + "/"))),
+           ("path with its last slash doubled",
+            urlunsplit(parts._replace(path=f"{head}//{leaf}")))]
     params = [p for p in parts.query.split("&") if p]
     for i, p in enumerate(params):
         rest = "&".join(params[:i] + params[i + 1 :])
@@ -121,7 +125,7 @@ def test_urls_built_by_hand_for_other_files_give_no_bytes(o41_env: Env, o41_api:
     for what, url in cut_down(source):
         got = o41_api.fetch(url)
         check(not (got.ok and got.content in known), "READ-4.d",
-              f"the signed URL with its {what} answered {got.status} with the bytes of "
+              f"the signed URL, {what}, answered {got.status} with the bytes of "
               f"{known.get(got.content)}: {url}")
     bare = o41_api.with_key(None)
     for version in ("step-00000001", "step-00000002"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import time
+from dataclasses import replace
 from typing import Any
 
 from conformance.mutants.base import Request, Response, Upstream, mutant
@@ -33,8 +34,9 @@ def _unb64(text: str) -> str | None:
 
 @mutant
 class UnsignedBlobUrls(Watching):
-    """Every URL is ``/blob/<base64 of artifact|version|name|place-or-upload>``: no signature,
-    no expiry; a GET of any such URL is served, whoever built it."""
+    """Every GET URL is ``/blob/<base64 of artifact|version|name>`` (a PUT URL adds the
+    upload): no signature, no expiry; a GET of any such URL is served, whoever built it.
+    A blob read from two places serves through the URL of the last read (its metering)."""
 
     name = "read-urls-unsigned-blob"
     clause = "READ-4.d"
@@ -48,23 +50,18 @@ class UnsignedBlobUrls(Watching):
             return resp
         sent = obj(request)
         origin = str(getattr(upstream, "public_origin", ""))
-        if request.endpoint == "versions/write":
-            tail = lambda f: str(obj(resp).get("upload"))  # noqa: E731
-            where = (sent.get("artifact"), sent.get("version"), "PUT")
-        else:
-            tail = lambda f: request.arg("place") or _open_place(sent)  # noqa: E731
-            where = (None, None, "GET")
+        writing = request.endpoint == "versions/write"
 
         def move(key: str | None, node: Any) -> Any:
             if not isinstance(node, dict) or not isinstance(node.get("files"), list):
                 return node
-            artifact = where[0] or node.get("artifact")
-            version = where[1] or node.get("version")
+            parts = [sent.get("artifact"), sent.get("version")] if writing \
+                else [node.get("artifact"), node.get("version")]
             files = []
             for f in node["files"]:
                 if isinstance(f, dict) and isinstance(f.get("url"), str):
-                    blob = "|".join(str(x) for x in (artifact, version, f.get("name"), tail(f),
-                                                      where[2]))
+                    blob = "|".join(str(x) for x in [*parts, f.get("name")]
+                                    + ([node.get("upload")] if writing else []))
                     with self.lock:
                         self.state.setdefault("blobs", {})[blob] = {
                             "url": f["url"], "auth": request.header("Authorization")}
@@ -78,48 +75,44 @@ class UnsignedBlobUrls(Watching):
     def _serve(self, request: Request, upstream: Upstream) -> Response:
         blob = _unb64(request.path[len(BLOB):])
         parts = blob.split("|") if blob else []
-        if len(parts) != 5:
-            return Response.error(404, "not_found", "no such blob")
         with self.lock:
             held = self.state.get("blobs", {}).get(blob)
             reader = self.state.get("reader")
         if held is not None:
             got = upstream.send(resend(request, held["url"]))
-            if got.status != 403 or parts[4] == "PUT":
+            if got.status != 403 or len(parts) != 3:
                 return got
-        if parts[4] == "PUT" or request.method not in ("GET", "HEAD"):
-            return Response.error(404, "not_found", "no such blob")
-        artifact, version, name, place = parts[:4]
+        if len(parts) != 3 or request.method not in ("GET", "HEAD"):
+            return Response.error(403, "forbidden", "no such blob")
+        artifact, version, name = parts
         like = Request("GET", "/", headers=(("Authorization", (held or {}).get("auth")
                                              or reader or ""),))
         fresh = api_call(upstream, like, "GET", "versions/read", {
-            "artifact": artifact, "version": version, "urls": "1", "place": place or None})
+            "artifact": artifact, "version": version, "urls": "1"})
         for f in obj(fresh).get("files") or [] if fresh.ok else []:
             if isinstance(f, dict) and f.get("name") == name and f.get("url"):
                 return upstream.send(resend(request, f["url"]))
-        return Response.error(404, "not_found", "no such blob")
-
-
-def _open_place(sent: dict) -> str:
-    p = sent.get("place")
-    return f"{p.get('cloud')}/{p.get('region')}" if isinstance(p, dict) else ""
+        return Response.error(403, "forbidden", "no such blob")
 
 
 class EndsEarly(Watching):
-    """A GET URL stops working ``cut(lifetime)`` seconds after it was handed out, although
-    the reply claims the implementation's expiry (or a later one)."""
+    """A URL of ``method`` stops working ``cut(lifetime)`` seconds after it was handed out,
+    although the reply claims the implementation's expiry (or a later one)."""
+
+    method = "GET"
 
     def handle(self, request: Request, upstream: Upstream) -> Response:
         if request.kind == "api":
             resp = self.forward(request, upstream)
-            if resp.ok and request.endpoint in ("versions/read", "artifacts/open"):
+            if resp.ok and request.endpoint in ("versions/read", "artifacts/open",
+                                                "versions/write"):
                 with self.lock:
                     for url in _urls(resp.json()):
                         self.state.setdefault("issued", {}).setdefault(url, time.time())
                 return self.claim(resp)
             return resp
         info = self.info(request) if request.kind == "data" else None
-        if info and info["method"] == "GET" and info["expires"]:
+        if info and info["method"] == self.method and info["expires"]:
             with self.lock:
                 issued = self.state.get("issued", {}).get(info["url"])
             if issued and time.time() > issued + self.cut(info["expires"] - issued):
@@ -179,3 +172,52 @@ class UrlsClaimAnHourMore(EndsEarly):
             return node
 
         return resp.with_json(walk(resp.json(), later))
+
+
+@mutant
+class PutUrlsEndHalfway(EndsEarly):
+    """PUT URLs stop working halfway between the write and its ``expires_at``."""
+
+    name = "read-put-urls-end-halfway-before-expires-at"
+    clause = "READ-4.e"
+    summary = "a PUT URL is refused (403) once half of its claimed lifetime has passed"
+    method = "PUT"
+
+    def cut(self, lifetime: float) -> float:
+        return lifetime / 2
+
+
+@mutant
+class ExpiredPutAccepted(Watching):
+    """A PUT to an expired URL answers 200 (and stores nothing), as if it had arrived."""
+
+    name = "read-expired-put-url-answers-200"
+    clause = "READ-4.c"
+    summary = "a PUT to a URL past its expires_at answers 200 instead of 403"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = self.forward(request, upstream)
+        info = self.info(request) if request.kind == "data" else None
+        if resp.status == 403 and info and info["method"] == "PUT" and info["expires"] \
+                and info["expires"] < time.time():
+            return Response(200, (("Content-Type", "application/json"),), b"{}")
+        return resp
+
+
+@mutant
+class TrailingSlashServed(Watching):
+    """A known GET URL with a slash appended to its path (or a doubled slash in it) is
+    served as the URL itself."""
+
+    name = "read-url-with-a-slash-added-served"
+    clause = "READ-4.d"
+    summary = "a signed URL with '/' appended to its path, or a '//' in it, is still served"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        if request.kind == "data" and self.info(request) is None:
+            for path in {request.path.rstrip("/"), request.path.replace("//", "/")}:
+                if path != request.path:
+                    moved = replace(request, path=path)
+                    if self.info(moved) is not None:
+                        return self.forward(moved, upstream)
+        return self.forward(request, upstream)
