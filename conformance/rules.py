@@ -301,7 +301,7 @@ CLAUSES: dict[str, str] = {
     ),
     "API-1.c": (
         "A Version with URLs gives every file a url and carries urls_expire_at, a timestamp; "
-        "with urls=0 no file has a url."
+        "with urls=0, or no urls at all, no file has a url and there is no urls_expire_at."
     ),
     "API-1.d": (
         "A write answers upload, the open's write location and route, one {name, url} per "

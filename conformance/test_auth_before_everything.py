@@ -38,6 +38,8 @@ def _broken(env: Env, artifact: str, token: str) -> dict[str, Callable[[Client],
         "write of a bad file name": lambda c: c.write(artifact, token, "step-00000009", spec),
         "write with an unknown token": lambda c: c.write(artifact, "tk_x", "step-00000009", spec),
         "commit of an unknown upload": lambda c: c.commit(artifact, token, "up_none"),
+        "write of a size over any limit": lambda c: c.write(
+            artifact, token, "step-00000009", [{"name": "m", "size": 10**15, "sha256": "0" * 64}]),
         "read of a missing version": lambda c: c.read(artifact, "step-00000077"),
         "read of a malformed version": lambda c: c.read(artifact, "step-7"),
         "read of an unknown artifact": lambda c: c.read(env.artifact("a1p-none")),

@@ -109,3 +109,18 @@ def test_names_with_a_stray_slash_and_reads_without_artifact_invalid(
         expect_error(reply, 400, "invalid_argument", "API-1.f", f"{path} without artifact")
     state = expect_ok(o41_api.artifact(a.artifact), "API-1.e", "artifacts/read")
     check_equal(state.get("epoch"), a.epoch, "API-1.f", "epoch after the refused opens")
+
+
+@pytest.mark.rule("API-1.c")
+def test_read_without_urls_parameter_gives_no_urls(o41_env: Env, o41_api: Client) -> None:
+    """``url`` and ``urls_expire_at`` are there exactly when the reply carries URLs: a read
+    that does not ask (no ``urls`` at all) gets none, like ``urls=0``."""
+    a = open_box(o41_api, o41_env.artifact("api1c-nourls"), "box-a")
+    commit_ok(o41_api, a, "step-00000001", make_files({"m": 8, "n": 3}, 7))
+    for params in ({"artifact": a.artifact}, {"artifact": a.artifact, "version": "latest"},
+                   {"artifact": a.artifact, "version": "step-00000001"},
+                   {"artifact": a.artifact, "place": str(o41_env.topology.locations[0])}):
+        body = expect_ok(o41_api.call("GET", "/versions/read", params=params), "API-1.c", "read")
+        with_url = [f.get("name") for f in body.get("files") or [] if "url" in f]
+        check_equal((with_url, "urls_expire_at" in body), ([], False), "API-1.c",
+                    f"files with a url, and urls_expire_at, in a read of {params}")

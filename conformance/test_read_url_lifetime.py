@@ -63,12 +63,17 @@ def test_get_url_works_until_shortly_before_urls_expire_at(
     claimed = parse_time(body.get("urls_expire_at"))
     check(claimed is not None, "API-1.c", "a read with urls=1 carries no urls_expire_at")
     url = body["files"][0]["url"]
+    relaunch = open_box(api, a.artifact, "box-b", rule="OPEN-2")
+    resumed = (relaunch.opened.get("resume_from") or {}).get("files") or [{}]
     waited, near_end = _sample(api, reply, claimed, env.max_url_wait)
     where = "shortly before its urls_expire_at" if near_end else f"{waited:.0f}s into a " \
         f"lifetime that claims {claimed - reply.server_time:.0f}s"
     got = api.fetch(url)
     check_equal((got.status, got.content == files["m.bin"]), (200, True), "READ-4.e",
                 f"GET of the URL {where}")
+    again = api.fetch(resumed[0].get("url") or url)
+    check_equal((again.status, again.content == files["m.bin"]), (200, True), "READ-4.e",
+                f"GET of the relaunch's resume_from URL {where}")
     part = api.fetch(url, byte_range=(10, 19))
     check_equal((part.status, part.content), (206, files["m.bin"][10:20]), "READ-4.e",
                 f"ranged GET of the URL {where}")

@@ -1,6 +1,7 @@
 """VER-1.c: the files a write declares. One name declared twice is a malformed write (400,
 and nothing is staged); two names with the same size and sha256 are two files, as a model
-saved with tied weights or a copied config is, and both read back."""
+saved with tied weights or a copied config is, and both read back; so are names that differ
+only in case (names are strings, compared as they are)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def test_two_names_with_the_same_content_are_two_files(o41_env: Env, o41_api: Cl
     a = open_box(o41_api, o41_env.artifact("v1c-twins"), "box-a")
     same = make_files({"x": 700}, 17)["x"]
     files = {"a/weights.bin": same, "b/weights.bin": same, "c/empty": b"", "d/empty": b"",
-             "other": make_files({"o": 9}, 18)["o"]}
+             "other": make_files({"o": 9}, 18)["o"], "Model.pt": same, "model.pt": same,
+             "MODEL.PT": b"x"}
     commit_ok(o41_api, a, "step-00000001", files, rule="VER-1.c")
     body = expect_ok(o41_api.read(a.artifact, urls=True), "VER-1.c", "read")
     check_equal(sorted(f["name"] for f in body["files"]), sorted(files), "VER-1.c",

@@ -114,3 +114,45 @@ class ListPastFirstPageReversed(_Paged):
                 or not isinstance(listed, list) or len(listed) <= PAGE + 1:
             return response
         return response.with_json({**body, "versions": listed[:PAGE] + listed[PAGE:][::-1]})
+
+
+class _UsageRows(Tracked):
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = _json(response)
+        if request.endpoint != "usage/read" or not response.ok:
+            return response
+        return response.with_json(self.cut(body))
+
+    def cut(self, body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+
+@mutant
+class TransfersCapped(_UsageRows):
+    name = "usage-transfers-of-an-artifact-capped-at-10-rows"
+    clause = "USAGE-1.d"
+    summary = "usage lists at most 10 transfer rows per artifact (totals stay right)"
+
+    def cut(self, body):  # noqa: ANN001, ANN201
+        rows, seen, kept = body.get("transfers"), {}, []
+        for row in rows if isinstance(rows, list) else []:
+            art = row.get("artifact") if isinstance(row, dict) else None
+            seen[art] = seen.get(art, 0) + 1
+            if seen[art] <= PAGE:
+                kept.append(row)
+        return {**body, "transfers": kept} if isinstance(rows, list) else body
+
+
+@mutant
+class PlacementVersionsCapped(_UsageRows):
+    name = "usage-placement-versions-capped-at-10"
+    clause = "USAGE-1.e"
+    summary = "a placements row counts at most 10 versions (its bytes stay right)"
+
+    def cut(self, body):  # noqa: ANN001, ANN201
+        rows = body.get("placements")
+        if not isinstance(rows, list):
+            return body
+        return {**body, "placements": [
+            {**r, "versions": min(r["versions"], PAGE)}
+            if isinstance(r, dict) and isinstance(r.get("versions"), int) else r for r in rows]}

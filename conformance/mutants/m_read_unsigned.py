@@ -221,3 +221,21 @@ class TrailingSlashServed(Watching):
                     if self.info(moved) is not None:
                         return self.forward(moved, upstream)
         return self.forward(request, upstream)
+
+
+@mutant
+class ResumeUrlsEndHalfway(EndsEarly):
+    """The URLs of an open's ``resume_from`` stop working halfway through their claimed
+    life (those of versions/read are right)."""
+
+    name = "open-resume-from-urls-end-halfway-before-claimed-expiry"
+    clause = "READ-4.e"
+    summary = "resume_from URLs are refused (403) once half of their claimed lifetime passed"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        if request.kind == "api" and request.endpoint != "artifacts/open":
+            return self.forward(request, upstream)
+        return super().handle(request, upstream)
+
+    def cut(self, lifetime: float) -> float:
+        return lifetime / 2

@@ -102,3 +102,82 @@ class RepeatedCommitAnswersVersion(Tracked):
         again = api_get(upstream, "versions/read", key_of(request),
                         artifact=str(body.get("artifact")), version=str(version))
         return again if again.ok else response
+
+
+@mutant
+class UrlsWhenNotAsked(Tracked):
+    name = "shape-read-without-urls-parameter-gives-urls"
+    clause = "API-1.c"
+    summary = "versions/read with no urls parameter answers as with urls=1"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | None:
+        if request.endpoint == "versions/read" and request.arg("urls") is None:
+            return request.with_query(urls="1")
+        return None
+
+
+@mutant
+class NamesComparedIgnoringCase(Tracked):
+    name = "ver-write-of-names-differing-only-in-case-refused"
+    clause = "VER-1.c"
+    summary = "a write declaring 'Model.pt' and 'model.pt' answers 400 (names folded to lower case)"
+
+    def before(self, request: Request, upstream: Upstream) -> Response | None:
+        files = body_of(request).get("files") if request.endpoint == "versions/write" else None
+        names = [f.get("name") for f in files or [] if isinstance(f, dict)]
+        if all(isinstance(n, str) for n in names) and len(set(names)) == len(names) \
+                and len({n.lower() for n in names}) < len(names):
+            return Response.error(400, "invalid_argument", "a file name is listed twice")
+        return None
+
+
+@mutant
+class ForkIntoItsOwnSource(Tracked):
+    """A fork whose source is a version of the artifact being opened is taken as a resume
+    of that artifact at latest (no 409 not_empty)."""
+
+    name = "fork-into-its-own-source-resumes-instead-of-409"
+    clause = "FORK-1.a"
+    summary = "a fork of o41://A/step-N opened on A itself succeeds as a resume of A"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = body_of(request)
+        resume = body.get("resume")
+        if request.endpoint != "artifacts/open" or error_code(response) != "not_empty" \
+                or not isinstance(resume, str) \
+                or resume.rpartition("/")[0] != f"o41://{body.get('artifact')}":
+            return response
+        again = upstream.send(request.with_json({**body, "resume": "latest"}))
+        return again if again.ok else response
+
+
+@mutant
+class CloudEchoedAsSpelled(Tracked):
+    """Locations in replies spell the cloud as the box's place did (``GCP``) when it is
+    one of the box's own locations."""
+
+    name = "place-location-cloud-echoed-in-the-box-spelling"
+    clause = "API-1.g"
+    summary = "write_location and locations read back say 'GCP' when the box said GCP"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = response.json()
+        sent = body_of(request)
+        place = sent.get("place") if request.endpoint == "artifacts/open" else None
+        spelled = place.get("cloud") if isinstance(place, dict) else None
+        if request.endpoint == "versions/read":
+            spelled = (request.arg("place") or "").partition("/")[0] or None
+        if not response.ok or not isinstance(body, dict) or not isinstance(spelled, str) \
+                or spelled == spelled.lower():
+            return response
+
+        def respell(node: object) -> object:
+            if isinstance(node, dict):
+                node = {k: respell(v) for k, v in node.items()}
+                if node.get("cloud") == spelled.lower() and "region" in node:
+                    node["cloud"] = spelled
+            elif isinstance(node, list):
+                node = [respell(v) for v in node]
+            return node
+
+        return response.with_json(respell(body))
