@@ -16,7 +16,6 @@ from conformance.model import DEFAULT_PRICES
 
 __all__ = ["priced_leaves", "prices_missing"]
 
-ROUTES = ("local", "inter_region", "cross_cloud")
 CLOUDS = ("aws", "gcp", "azure")
 _CLOSE = 1e-9
 
@@ -38,29 +37,26 @@ def priced_leaves(
 
 
 def prices_missing(prices: Any) -> list[str]:
-    """What ``prices`` lacks or gets wrong against the contract's table ([] when it holds
-    the minimum)."""
-    leaves = [(w, v) for w, v in priced_leaves(prices) if any(r in w for r in ROUTES)]
+    """The prices of the contract's table that ``prices`` does not hold ([] when it holds
+    the minimum). Other numbers beside them (a version field, a count) are not prices and
+    are left alone: each price is looked for by its route, its cloud and its value."""
+    leaves = list(priced_leaves(prices))
+
+    def holds(words: set[str], value: float, without: tuple[str, ...] = ()) -> bool:
+        return any(words <= w and abs(v - value) <= _CLOSE and not any(c in w for c in without)
+                   for w, v in leaves)
+
+    table = DEFAULT_PRICES["cross_cloud"]
     problems = []
-    for words, value in leaves:
-        clouds = [c for c in CLOUDS if c in words]
-        if "local" in words and abs(value) > _CLOSE:
-            problems.append(f"local priced {value}, not 0")
-        if "inter_region" in words and abs(value - DEFAULT_PRICES["inter_region"]["aws"]) > _CLOSE:
-            problems.append(f"inter_region priced {value} ({sorted(words)})")
-        if "cross_cloud" in words:
-            want = DEFAULT_PRICES["cross_cloud"][clouds[0] if clouds else "other"]
-            if len(clouds) <= 1 and abs(value - want) > _CLOSE:
-                problems.append(f"cross_cloud {clouds or 'other'} priced {value}, not {want}")
-    if not any("inter_region" in w for w, _ in leaves):
-        problems.append("no inter_region price")
-    cross = [(w, v) for w, v in leaves if "cross_cloud" in w]
-    other = [v for w, v in cross if not any(c in w for c in CLOUDS)]
-    if not other:
-        problems.append("no cross_cloud price for a cloud outside aws, gcp and azure")
+    if not holds({"inter_region"}, DEFAULT_PRICES["inter_region"]["aws"]):
+        problems.append(f"no inter_region price {DEFAULT_PRICES['inter_region']['aws']}")
+    if not holds({"cross_cloud"}, table["other"], without=CLOUDS):
+        problems.append(f"no cross_cloud price {table['other']} for a cloud outside "
+                        f"{', '.join(CLOUDS)}")
     for cloud in CLOUDS:
-        own = [v for w, v in cross if cloud in w]
-        want = DEFAULT_PRICES["cross_cloud"][cloud]
-        if not own and not any(abs(v - want) <= _CLOSE for v in other):
+        own = any({"cross_cloud", cloud} <= w for w, _ in leaves)
+        if own and not holds({"cross_cloud", cloud}, table[cloud]):
+            problems.append(f"cross_cloud of {cloud} is not priced {table[cloud]}")
+        if not own and abs(table[cloud] - table["other"]) > _CLOSE:
             problems.append(f"no cross_cloud price for {cloud}")
     return problems

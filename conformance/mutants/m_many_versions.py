@@ -156,3 +156,43 @@ class PlacementVersionsCapped(_UsageRows):
         return {**body, "placements": [
             {**r, "versions": min(r["versions"], PAGE)}
             if isinstance(r, dict) and isinstance(r.get("versions"), int) else r for r in rows]}
+
+
+@mutant
+class FilesCapped(Tracked):
+    """Versions read back (versions/read, resume_from) list at most 10 files."""
+
+    name = "read-files-of-a-version-capped-at-10"
+    clause = "READ-2.a"
+    summary = "a Version of more than 10 files is read back with only its first 10"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = _json(response)
+        if not response.ok or request.endpoint not in ("versions/read", "artifacts/open"):
+            return response
+        node = body.get("resume_from") if request.endpoint == "artifacts/open" else body
+        if not isinstance(node, dict) or not isinstance(node.get("files"), list) \
+                or len(node["files"]) <= PAGE:
+            return response
+        node = {**node, "files": node["files"][:PAGE]}
+        return response.with_json({**body, "resume_from": node}
+                                  if request.endpoint == "artifacts/open" else node)
+
+
+@mutant
+class EpochStopsAfterTen(Tracked):
+    """The epoch an open reports stops rising after the 10th open of an artifact (the
+    tokens still fence correctly)."""
+
+    name = "fence-epoch-reported-stops-rising-after-10-opens"
+    clause = "FENCE-1.a"
+    summary = "opens after the 10th of an artifact report the 10th open's epoch"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = _json(response)
+        if request.endpoint != "artifacts/open" or not response.ok:
+            return response
+        with self.lock:
+            opens = self.t.opens.get(str(body.get("artifact"))) or []
+            tenth = opens[PAGE - 1].epoch if len(opens) > PAGE else None
+        return response.with_json({**body, "epoch": tenth}) if tenth is not None else response
