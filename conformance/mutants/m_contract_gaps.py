@@ -267,3 +267,23 @@ class PricesLoseOtherCloud(Tracked):
         kept = {c: v for c, v in cross.items() if c in ("aws", "gcp", "azure")}
         return response.with_json({**body, "prices": {**prices, "cross_cloud": kept}})
 
+
+
+@mutant
+class PricesPublishGcpAtDefault(Tracked):
+    """The published ``prices`` show gcp's cross-cloud egress at the default 0.09 (costs
+    stay right: they follow the table)."""
+
+    name = "usage-prices-publish-gcp-cross-cloud-at-0.09"
+    clause = "USAGE-1.f"
+    summary = "usage's prices show gcp's cross_cloud price as 0.09 instead of 0.12"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = _json(response)
+        prices = body.get("prices")
+        cross = prices.get("cross_cloud") if isinstance(prices, dict) else None
+        if request.endpoint != "usage/read" or not response.ok or not isinstance(cross, dict) \
+                or "gcp" not in cross:
+            return response
+        return response.with_json({**body, "prices": {**prices,
+                                                      "cross_cloud": {**cross, "gcp": 0.09}}})
