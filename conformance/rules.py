@@ -30,7 +30,10 @@ __all__ = [
 
 RULES: dict[str, str] = {
     "AUTH-1": "Every /api/v1 call without a valid key gets 401 unauthenticated.",
-    "AUTH-2": "An open with a key that cannot write gets 403 forbidden and changes nothing.",
+    "AUTH-2": (
+        "An open with a key that cannot write gets 403 forbidden, checked before anything "
+        "else, and changes nothing."
+    ),
     "AUTH-3": "Key scopes are artifact prefixes with read or write; every endpoint enforces them.",
     "OPEN-1": "resume=latest on an artifact without versions succeeds with resume_from null.",
     "OPEN-2": "resume=latest on an artifact with versions returns the latest, signed.",
@@ -41,20 +44,23 @@ RULES: dict[str, str] = {
     "FENCE-2": "Writes and commits with a token older than the newest open get 409 fenced.",
     "FENCE-3": "The open is atomic with its read: no older-epoch commit becomes visible after it.",
     "FENCE-4": "Refused or failed opens fence nobody; the newest holder keeps writing.",
-    "VER-1": "Version names are step-NNNNNNNN and file names clean relative paths, else 400.",
+    "VER-1": "Version names are step-NNNNNNNN, file names clean paths declared once, else 400.",
     "VER-2": "Committed versions are immutable: committing an existing name gets 409.",
     "VER-3": "A new version's step must exceed the latest's: 409 not_after_latest.",
     "VER-4": "A commit needs every declared file uploaded exactly, else 409 incomplete.",
-    "READ-1": "version=latest is the committed version with the highest step; unknown is 404.",
+    "READ-1": "version=latest is the highest committed step, from any place; unknown is 404.",
     "READ-2": "urls=1 gives URLs a plain GET downloads; the bytes match sha256.",
     "READ-3": "URLs honour Range; parallel ranged GETs reassemble the file exactly.",
-    "READ-4": "URLs are signed: another path, a changed signature or an expired URL gets 403.",
+    "READ-4": (
+        "URLs are signed: another path, a URL built by hand, a changed signature or an expired "
+        "URL gets 403; a URL works until the expiry it claims."
+    ),
     "PLACE-1": "A write from a place with a location there goes to it, route local.",
     "PLACE-2": "Cloud has locations in other regions only: its default, inter_region, warning.",
     "PLACE-3": "A cloud without locations or an unknown place: the fallback, cross_cloud, warning.",
     "PLACE-4": "A version's location never changes; nothing is copied between locations.",
     "XC-1": "cross_cloud is true exactly when reader and location clouds differ; route follows.",
-    "USAGE-1": "Usage counts bytes written and served per route, priced by the table.",
+    "USAGE-1": "Usage counts bytes written and served per route, priced by the published table.",
     "API-1": "Replies and errors have the shapes the HTTP API section gives.",
 }
 
@@ -75,6 +81,12 @@ CLAUSES: dict[str, str] = {
     "AUTH-2.b": (
         "Such a refused open changes nothing: no artifact is created, the epoch does not "
         "rise, and the current holder is not fenced."
+    ),
+    "AUTH-2.c": (
+        "The key is checked before anything else: such an open gets 403 forbidden even when "
+        "it would also be refused for another reason (a fork into an artifact with versions, "
+        "a fork from a missing source, a fresh open of an artifact with checkpoints, a "
+        "malformed resume)."
     ),
     "AUTH-3.a": (
         "A key with read on a prefix can read, list and read usage of the artifacts under "
@@ -171,6 +183,10 @@ CLAUSES: dict[str, str] = {
         "or a read) gets 400 invalid_argument."
     ),
     "VER-1.b": "A file name with a ., .., empty or absolute segment gets 400 invalid_argument.",
+    "VER-1.c": (
+        "A write that declares one file name twice gets 400 invalid_argument; a write of "
+        "distinct names with the same size and sha256 is accepted, and each file reads back."
+    ),
     "VER-2.a": (
         "Writing or committing a version name that is already committed gets 409 version_exists."
     ),
@@ -203,11 +219,12 @@ CLAUSES: dict[str, str] = {
     ),
     "READ-1.a": (
         "version=latest (also when version is omitted) is the committed version with the "
-        "highest step."
+        "highest step, whatever the reader's place and wherever the versions are located."
     ),
     "READ-1.b": "An unknown artifact or version gets 404 not_found.",
     "READ-1.c": (
-        "versions/list gives every committed version in step order, each a Version without "
+        "versions/list gives every committed version in step order, however many there are, "
+        "each a Version without "
         "files (artifact, version, step, location, size, created_at, epoch, holder, route, "
         "cross_cloud)."
     ),
@@ -224,6 +241,15 @@ CLAUSES: dict[str, str] = {
     "READ-4.a": "A signed URL used on another path gets 403.",
     "READ-4.b": "A signed URL with a changed signature gets 403.",
     "READ-4.c": "An expired signed URL gets 403.",
+    "READ-4.d": (
+        "A URL built by hand from a signed one (another artifact, version or file name put "
+        "into it, plain, percent-encoded or in base64; or a part of its path or query left "
+        "out) gives no file's bytes: 403, or 404."
+    ),
+    "READ-4.e": (
+        "A signed URL works until the urls_expire_at (a write's PUT URLs until the "
+        "expires_at) its reply claims."
+    ),
     "PLACE-1.a": "A write from a place that has a location goes to that location with route local.",
     "PLACE-2.a": (
         "A write from a cloud whose locations are all in other regions goes to that "
@@ -260,6 +286,10 @@ CLAUSES: dict[str, str] = {
         "placements lists where checkpoints were written away from the box's region "
         "(default and fallback), with versions and bytes."
     ),
+    "USAGE-1.f": (
+        "prices holds, in any shape, the table's inter_region price and the cross_cloud "
+        "price of aws, gcp, azure and of any other cloud, in USD per GB."
+    ),
     "API-1.a": (
         "Every error is JSON {\"error\": {\"code\", \"message\"}} with the table's status "
         "and code, the message a human sentence."
@@ -271,7 +301,7 @@ CLAUSES: dict[str, str] = {
     ),
     "API-1.c": (
         "A Version with URLs gives every file a url and carries urls_expire_at, a timestamp; "
-        "with urls=0 no file has a url."
+        "with urls=0, or no urls at all, no file has a url and there is no urls_expire_at."
     ),
     "API-1.d": (
         "A write answers upload, the open's write location and route, one {name, url} per "
@@ -283,8 +313,9 @@ CLAUSES: dict[str, str] = {
     ),
     "API-1.f": (
         "Malformed names or bodies (an artifact that is not project/name of letters, digits, "
-        "., _, -; a body that is not a JSON object; a missing or mistyped field) get 400 "
-        "invalid_argument."
+        "., _, -; a body that is not a JSON object; a missing or mistyped field, such as a "
+        "commit without upload or an open whose place is a string) get 400 invalid_argument "
+        "and change nothing."
     ),
     "API-1.g": (
         "An open answers artifact, epoch, token, holder, fenced, resume_from, write_location "

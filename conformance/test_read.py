@@ -183,8 +183,10 @@ def test_url_forbidden_when_path_changed(o41_env: Env, o41_api: Client) -> None:
     else:
         swapped = urlunsplit(ua._replace(path=ua.path.replace("a.bin", "b.bin")))
     if swapped == urlunsplit(ua):
-        # One opaque path per URL (no query, no file name): no other path carries its signature.
-        pytest.skip("the target's signed URLs have no path or query to move between files")
+        # One opaque path per URL (no query, no file name): its signature is its path, so any
+        # other path is one no one signed; change its last character.
+        last = ua.path[-1:]
+        swapped = urlunsplit(ua._replace(path=ua.path[:-1] + ("B" if last != "B" else "C")))
     check_equal(
         o41_api.fetch(swapped).status, 403, "READ-4", "GET of a.bin's path with b.bin's signature"
     )

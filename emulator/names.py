@@ -151,19 +151,30 @@ class Place:
 
 
 def place(value: object) -> Place | None:
-    """Accept `{"cloud", "region"}`, `"cloud/region"` or null; clouds compare case-insensitively."""
+    """A JSON `place` (an open's body): `{"cloud", "region"}` or null, as the contract types
+    it; a string such as "aws/us-east-1" is a mistyped field (API-1: 400)."""
     if value is None:
         return None
-    if isinstance(value, str):
-        cloud, sep, region = value.partition("/")
-        if not sep:
-            raise InvalidArgument(f"place {value[:200]!r} is not 'cloud/region'")
-    elif isinstance(value, dict):
-        cloud, region = value.get("cloud"), value.get("region")
-        if not isinstance(cloud, str) or not isinstance(region, str):
-            raise InvalidArgument("place needs string 'cloud' and 'region'")
-    else:
-        raise InvalidArgument("place must be {'cloud', 'region'} or null")
+    if not isinstance(value, dict):
+        raise InvalidArgument("place must be an object {'cloud', 'region'} or null")
+    cloud, region = value.get("cloud"), value.get("region")
+    if not isinstance(cloud, str) or not isinstance(region, str):
+        raise InvalidArgument("place needs string 'cloud' and 'region'")
+    return _checked_place(cloud, region)
+
+
+def place_param(value: str | None) -> Place | None:
+    """A `place=cloud/region` query parameter (reads); absent is an unknown place."""
+    if value is None:
+        return None
+    cloud, sep, region = value.partition("/")
+    if not sep:
+        raise InvalidArgument(f"place {value[:200]!r} is not 'cloud/region'")
+    return _checked_place(cloud, region)
+
+
+def _checked_place(cloud: str, region: str) -> Place:
+    """Both parts are safe names; clouds compare case-insensitively."""
     if not _PLACE_PART.fullmatch(cloud) or not _PLACE_PART.fullmatch(region):
         raise InvalidArgument(
             f"place {cloud[:64]!r}/{region[:64]!r} is not letters, digits, '_' and '-'"

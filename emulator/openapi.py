@@ -96,7 +96,7 @@ SCHEMA_DEFS: dict[str, dict] = {
                 ],
                 "description": "latest, a checkpoint URI to fork from, or null for fresh",
             },
-            "place": {"oneOf": [ref("PlaceInput"), PLACE_TEXT, {"type": "null"}]},
+            "place": {"oneOf": [ref("PlaceInput"), {"type": "null"}]},
             "holder": {"type": "string", "minLength": 1, "maxLength": 256},
         },
     ),

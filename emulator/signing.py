@@ -7,6 +7,7 @@ payload copied onto another path, a changed signature, or an expired payload is 
 
 from __future__ import annotations
 
+import math
 import time
 from urllib.parse import quote
 
@@ -25,7 +26,9 @@ class UrlSigner:
     ) -> str:
         """A signed URL for one method on one object, valid until `expires` (unix time)."""
         path = f"/data/{location_id}/{key}"
-        payload = {"m": method, "p": path, "e": int(expires), **meta}
+        # The expiry to the millisecond the reply's `urls_expire_at` shows: whole seconds
+        # would end a URL up to a second before the time it claims (READ-4).
+        payload = {"m": method, "p": path, "e": math.floor(expires * 1000) / 1000, **meta}
         return f"{base_url.rstrip('/')}{quote(path)}?sig={self._serializer.dumps(payload)}"
 
     def verify(self, method: str, path: str, sig: str | None) -> dict:

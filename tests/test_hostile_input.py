@@ -93,7 +93,8 @@ def test_read_with_malformed_query_is_invalid(http, artifact, params):
 
 
 @pytest.mark.parametrize("place", [{"cloud": 1, "region": "x"}, {"cloud": "aws"}, "aws",
-                                   {"cloud": "a/b", "region": "c"}, ["aws", "us-east-1"]])
+                                   {"cloud": "a/b", "region": "c"}, ["aws", "us-east-1"],
+                                   "aws/us-east-1"])
 def test_open_with_malformed_place_is_invalid_and_fences_nobody(http, artifact, place):
     a = Box(http, artifact, AWS)
     a.open()

@@ -77,7 +77,7 @@ def json_reply(obj: dict) -> Response:
 
 def query_place() -> names.Place | None:
     """The reader's place; absent is unknown, but an empty or malformed one is an error."""
-    return names.place(request.args.get("place"))
+    return names.place_param(request.args.get("place"))
 
 
 def query_flag(name: str) -> bool:
