@@ -24,7 +24,9 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError
 
-__all__ = ["DEADLINES", "Deadlines", "RequestDeadline", "bounded_request"]
+__all__ = [
+    "DEADLINES", "Deadlines", "RequestDeadline", "Watch", "bounded_request", "watch_for"
+]
 
 
 class Deadlines:
@@ -54,8 +56,8 @@ class RequestDeadline(requests.Timeout):
         )
 
 
-class _Watch:
-    """One exchange's sockets, shut down when its deadline passes."""
+class Watch:
+    """One exchange's sockets, shut down when its deadline passes (see :func:`watch_for`)."""
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
@@ -98,12 +100,12 @@ class _Watchdog:
     """One daemon thread for every watch of the process: a heap of deadlines."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, _Watch]] = []
+        self._heap: list[tuple[float, int, Watch]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def add(self, watch: _Watch) -> None:
+    def add(self, watch: Watch) -> None:
         with self._cond:
             heapq.heappush(self._heap, (watch.deadline, next(self._seq), watch))
             if self._thread is None:
@@ -131,6 +133,14 @@ class _Watchdog:
 
 _WATCHDOG = _Watchdog()
 _CURRENT = threading.local()
+
+
+def watch_for(seconds: float) -> Watch:
+    """A watch whose sockets the watchdog shuts down in ``seconds`` unless it is finished
+    first (the mutant proxy bounds reading each request with one)."""
+    watch = Watch(time.monotonic() + seconds)
+    _WATCHDOG.add(watch)
+    return watch
 
 
 def _attach_current(sock: socket.socket | None) -> None:
@@ -184,13 +194,12 @@ def bounded_request(
     ``content`` is read whole. No connection outlives the call."""
     limit = DEADLINES.request if deadline is None else deadline
     start = time.monotonic()
-    watch = _Watch(start + limit)
+    watch = watch_for(limit)
     kwargs["timeout"] = (min(DEADLINES.connect, limit), limit)
     kwargs["stream"] = True
     resp: requests.Response | None = None
     got = 0
     _CURRENT.watch = watch
-    _WATCHDOG.add(watch)
     try:
         with requests.Session() as session:
             adapter = _Adapter()
