@@ -42,6 +42,9 @@ def safe(text: str) -> str:
 
 #: Keys shorter than this are not masked: masking "a" would blank every message.
 _SHORTEST = 4
+#: Any run of this many characters of a key is masked too: a test that sends a key one
+#: character off (or cut short) would otherwise show all of it but one character.
+_WINDOW = 8
 
 
 class Secrets:
@@ -50,6 +53,7 @@ class Secrets:
     def __init__(self, values: list[str | None] | None = None) -> None:
         self._lock = threading.Lock()
         self._values: list[str] = []
+        self._pattern: re.Pattern[str] | None = None
         for v in values or []:
             self.add(v)
 
@@ -57,15 +61,34 @@ class Secrets:
         if not value or len(value) < _SHORTEST:
             return
         with self._lock:
-            if value not in self._values:
-                # Longest first: a key that contains another is masked whole.
-                self._values = sorted([*self._values, value], key=len, reverse=True)
+            if value in self._values:
+                return
+            self._values.append(value)
+            pieces = {v[i:i + _WINDOW] for v in self._values
+                      for i in range(max(1, len(v) - _WINDOW + 1))}
+            # Longest first, so a short key inside a longer one's window is found whole.
+            alternatives = "|".join(re.escape(p) for p in sorted(pieces, key=len, reverse=True))
+            self._pattern = re.compile(f"(?=({alternatives}))")
 
     def mask(self, text: str) -> str:
-        for value in self._values:
-            if value in text:
-                text = text.replace(value, MASK)
-        return text
+        """``text`` with every key, and every run of 8 characters of one, as ``***``."""
+        pattern = self._pattern
+        if pattern is None:
+            return text
+        spans: list[list[int]] = []
+        for m in pattern.finditer(text):
+            start, end = m.start(), m.start() + len(m.group(1))
+            if spans and start <= spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], end)
+            else:
+                spans.append([start, end])
+        if not spans:
+            return text
+        out, last = [], 0
+        for start, end in spans:
+            out += [text[last:start], MASK]
+            last = end
+        return "".join([*out, text[last:]])
 
     def shown(self, text: str) -> str:
         """``text`` masked and made safe: the form every output of the suite uses."""
