@@ -100,12 +100,18 @@ class HttpUpstream:
         if request.body or request.method in ("POST", "PUT", "PATCH"):
             headers["Content-Length"] = str(len(request.body))
         conn = self._connection()
+        # The whole exchange by the deadline, as the suite's own requests: an upstream that
+        # trickles its reply cannot hold this proxy thread either.
+        watch = watch_for(self.timeout)
         try:
+            conn.connect()
+            watch.attach(conn.sock)
             conn.request(request.method, target, body=request.body or None, headers=headers)
             reply = conn.getresponse()
             body = reply.read()
             pairs = tuple(reply.getheaders())
         finally:
+            watch.finish()
             conn.close()
         kept = tuple((k, v) for k, v in pairs if k.lower() not in HOP_BY_HOP)
         if request.method == "HEAD":
