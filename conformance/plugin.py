@@ -199,7 +199,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return rep
     exc = call.excinfo.value if (call.excinfo is not None and rep.failed) else None
     if rep.skipped and isinstance(rep.longrepr, tuple):
-        message = str(rep.longrepr[2])
+        message = str(rep.longrepr[2]).removeprefix("Skipped: ")
     elif exc is not None:
         message = f"{type(exc).__name__}: {exc}"
     else:

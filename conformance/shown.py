@@ -42,18 +42,42 @@ def safe(text: str) -> str:
 
 #: Keys shorter than this are not masked: masking "a" would blank every message.
 _SHORTEST = 4
-#: Any run of this many characters of a key is masked too: a test that sends a key one
-#: character off (or cut short) would otherwise show all of it but one character.
-_WINDOW = 8
+#: Keys at least this long are masked also one character off (one changed, dropped or
+#: cut off) and in any case: a test that sends such a near copy to see it refused would
+#: otherwise show all of the key but one character.
+_NEAR = 8
+
+
+def _near_copies(key: str) -> set[str]:
+    """Regex alternatives matching ``key`` and its copies one character off."""
+    if len(key) < _NEAR:
+        return {re.escape(key)}
+    found = {re.escape(key)}
+    for i in range(len(key)):
+        found.add(re.escape(key[:i]) + "." + re.escape(key[i + 1:]))  # one changed
+        found.add(re.escape(key[:i] + key[i + 1:]))  # one dropped (or cut off at the end)
+    return found
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return [(a, b) for a, b in out]
 
 
 class Secrets:
-    """The keys of one run (thread-safe: tests may add one they were handed late)."""
+    """The keys of one run (thread-safe: keys known only once the target is up are added)."""
 
     def __init__(self, values: list[str | None] | None = None) -> None:
         self._lock = threading.Lock()
         self._values: list[str] = []
         self._pattern: re.Pattern[str] | None = None
+        #: Lower-case pieces every copy of a key contains (its halves), with its length.
+        self._anchors: list[tuple[str, int]] = []
         for v in values or []:
             self.add(v)
 
@@ -64,29 +88,36 @@ class Secrets:
             if value in self._values:
                 return
             self._values.append(value)
-            pieces = {v[i:i + _WINDOW] for v in self._values
-                      for i in range(max(1, len(v) - _WINDOW + 1))}
-            # Longest first, so a short key inside a longer one's window is found whole.
-            alternatives = "|".join(re.escape(p) for p in sorted(pieces, key=len, reverse=True))
-            self._pattern = re.compile(f"(?=({alternatives}))")
+            pieces = set().union(*(_near_copies(v) for v in self._values))
+            # Longest first: the whole key wins over a copy of it one character short.
+            alternatives = "|".join(sorted(pieces, key=len, reverse=True))
+            self._pattern = re.compile(alternatives, re.IGNORECASE | re.DOTALL)
+            low, half = value.lower(), len(value) // 2
+            halves = [low[:half], low[half:]] if len(value) >= _NEAR else [low]
+            self._anchors += [(h, len(value)) for h in halves]
 
     def mask(self, text: str) -> str:
-        """``text`` with every key, and every run of 8 characters of one, as ``***``."""
+        """``text`` with every key, and every copy of one a character off, as ``***``.
+
+        One changed or dropped character leaves one half of the key whole, so the (slow)
+        pattern runs only around where a half occurs: plain ``str.find`` finds those."""
         pattern = self._pattern
         if pattern is None:
             return text
-        spans: list[list[int]] = []
-        for m in pattern.finditer(text):
-            start, end = m.start(), m.start() + len(m.group(1))
-            if spans and start <= spans[-1][1]:
-                spans[-1][1] = max(spans[-1][1], end)
-            else:
-                spans.append([start, end])
+        low = text.lower()
+        if len(low) != len(text):  # a character whose lower case is longer: no shortcut
+            return pattern.sub(MASK, text)
+        spans: list[tuple[int, int]] = []
+        for anchor, width in self._anchors:
+            at = low.find(anchor)
+            while at != -1:
+                spans.append((max(0, at - width), at + len(anchor) + width))
+                at = low.find(anchor, at + 1)
         if not spans:
             return text
         out, last = [], 0
-        for start, end in spans:
-            out += [text[last:start], MASK]
+        for start, end in _merged(spans):
+            out += [text[last:start], pattern.sub(MASK, text[start:end])]
             last = end
         return "".join([*out, text[last:]])
 

@@ -163,7 +163,10 @@ def run_mutant(name: str, target: Target, options: set[str], timeout: float = 30
         for phase, rule in phases:
             code, first, tail = _run_suite(urls, target, options, rule, timeout)
             if code == 1:
-                return Outcome(name, clause, "killed", first or "(no test id)", phase)
+                # Exit 1 with no failing test: a base clause was only skipped (NOT TESTED).
+                killer = first or ("(base NOT TESTED)" if "base NOT TESTED" in tail
+                                   else "(no test id)")
+                return Outcome(name, clause, "killed", killer, phase)
             if code not in (0, 5):  # 5: no test carries this rule
                 detail = first or tail.strip().splitlines()[-1:] or [""]
                 return Outcome(name, clause, "error", f"pytest exit {code}: {detail}", phase)
