@@ -4,6 +4,7 @@ on 127.0.0.1 in this process (tests/fake_targets.py)."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 
@@ -22,23 +23,26 @@ def _closed_port() -> int:
 
 def test_trickling_target_stops_the_run_within_10_s_with_one_line() -> None:
     """The issue's target: a 404 with Content-Length 100000, then one byte a second. The
-    run ends 5 s (the probe's deadline) after pytest is up: within 10 s on a machine where
-    starting pytest and collecting the suite takes under 3 s, which a run against a closed
-    port (refused at once) measures beside it."""
+    probe gives up 5 s (its deadline) after pytest is up, which the line states: within
+    10 s where starting pytest and collecting the suite takes under 5 s. On a machine shared
+    with many test runs that start-up alone can take 20 s, so a run against a closed port
+    (refused at once) measures it beside this one and stretches the bound on the wall
+    clock; the probe's own 5 s are asserted from its line."""
     started = time.monotonic()
     run_suite("--target", f"http://127.0.0.1:{_closed_port()}", "--api-key", "ak_x", "-q")
     start_up = time.monotonic() - started
     with raw_target(trickle_404) as url:
         started = time.monotonic()
-        done = run_suite("--target", url, "--api-key", "ak_x", "-q", timeout=60)
+        done = run_suite("--target", url, "--api-key", "ak_x", "-q", timeout=120)
         took = time.monotonic() - started
     out = done.stdout + done.stderr
-    assert took < max(10.0, start_up + 9.0), f"{took:.1f} s ({start_up:.1f} s to start):\n{out}"
+    assert took < max(10.0, 2.5 * start_up + 5.0), f"{took:.1f} s ({start_up:.1f} s to start)"
     assert done.returncode >= 2, out[-2000:]
     lines = [ln for ln in out.splitlines() if "o41 conformance: target" in ln]
     assert len(lines) == 1, out[-2000:]
     assert "did not answer within the 5 s probe deadline" in lines[0]
     assert "bytes of a 404 body" in lines[0] and "of 100000" in lines[0]
+    assert float(re.search(r"body in ([0-9.]+) s", lines[0]).group(1)) < 6.0, lines[0]
     assert "Traceback" not in out
 
 
