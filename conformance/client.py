@@ -2,8 +2,9 @@
 
 It never raises on an HTTP status: every call returns a :class:`Reply` so tests can assert
 the status and the error code themselves. Each call is also logged to a :class:`Trail`,
-which becomes the "steps" of a failure in the report. No connection is kept between calls
-(plain ``requests.request``), so nothing needs closing and parallel ranged GETs are safe.
+which becomes the "steps" of a failure in the report. No connection is kept between calls,
+so nothing needs closing and parallel ranged GETs are safe; every call ends by the run's
+``--request-deadline``, body included (:mod:`conformance.transport`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from conformance.model import Place
+from conformance.transport import bounded_request
 
 __all__ = [
     "SENT",
@@ -102,9 +104,10 @@ SENT = _Sent()
 def _send(method: str, url: str, **kwargs: Any) -> requests.Response:
     SENT.add()
     try:
-        return requests.request(method, url, **kwargs)
+        return bounded_request(method, url, **kwargs)
     except requests.ConnectionError as exc:  # refused, reset, connect timeout; a read
-        # timeout stays a failure of the test: the target took the request and hung on it
+        # timeout or a passed deadline stays a failure of the test: the target took the
+        # request and hung on it
         raise TargetUnreachable(method, url, exc) from exc
 
 
@@ -180,7 +183,7 @@ class Client:
         key: str | None,
         *,
         trail: Trail | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         self.base = normalize_base(base)
@@ -212,7 +215,7 @@ class Client:
         hdrs = {**self.headers, **(headers or {})}
         if self.key is not None and "Authorization" not in hdrs:
             hdrs["Authorization"] = f"Bearer {self.key}"
-        kwargs: dict[str, Any] = {"params": params, "headers": hdrs, "timeout": self.timeout}
+        kwargs: dict[str, Any] = {"params": params, "headers": hdrs, "deadline": self.timeout}
         if body is not _UNSET:
             kwargs["json"] = body
         resp = _send(method, self.base + path, **kwargs)
@@ -304,7 +307,7 @@ class Client:
         if byte_range is not None:
             headers["Range"] = f"bytes={byte_range[0]}-{byte_range[1]}"
         full = self.absolute(url)
-        resp = _send(method, full, headers=headers, data=data, timeout=self.timeout)
+        resp = _send(method, full, headers=headers, data=data, deadline=self.timeout)
         split = urlsplit(full)
         shown = split.path + (f" {headers['Range']}" if headers else "")
         if data is not None:

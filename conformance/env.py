@@ -44,7 +44,7 @@ class ScopedKey:
     ``read_prefix``) and nothing on the run's own project. The suite creates artifacts under
     the prefixes with the write key and the scoped key, and expects 403 everywhere else."""
 
-    key: str
+    key: str = field(repr=False)  # tracebacks print reprs: a key never shows there
     write_prefix: str
     read_prefix: str | None = None
 
@@ -53,7 +53,8 @@ class ScopedKey:
         """``KEY=PREFIX`` as given to ``--scoped-key``."""
         key, sep, prefix = text.partition("=")
         if not (sep and key.strip() and prefix.strip()):
-            raise ValueError(f"--scoped-key wants KEY=PREFIX, got {text!r}")
+            raise ValueError("--scoped-key wants KEY=PREFIX, got a value without a key, "
+                             "an '=' or a prefix")
         return cls(key.strip(), prefix.strip(), (read_prefix or "").strip() or None)
 
     def prefixes(self) -> tuple[str, ...]:
@@ -69,10 +70,11 @@ class Env:
     """Everything a conformance test needs to know about the target."""
 
     base: str
-    key: str | None
+    #: Keys are left out of the repr: pytest prints a failing frame's arguments with it.
+    key: str | None = field(repr=False)
     topology: Topology
     prefix: str
-    read_key: str | None = None
+    read_key: str | None = field(default=None, repr=False)
     scoped: ScopedKey | None = None
     spawned: bool = False
     faults: tuple[str, ...] = ()

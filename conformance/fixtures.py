@@ -15,7 +15,7 @@ import pytest
 from conformance.client import Client, Trail, normalize_base
 from conformance.env import FEATURES, Env
 from conformance.profile import SHRINK_SECONDS, profile_settings
-from conformance.session import ENV, NAMES, SEED, TRAIL, spawn
+from conformance.session import ENV, NAMES, SEED, TRAIL, secret, spawn
 from conformance.target import TargetError, probe
 
 
@@ -50,7 +50,7 @@ def o41_expiring_env(
     from ``urls_expire_at`` either way."""
     given = pytestconfig.getoption("expiry_target")
     if given:
-        key = pytestconfig.getoption("expiry_api_key") or o41_env.key
+        key = secret(pytestconfig, "expiry_api_key") or o41_env.key
         base = normalize_base(given)
         try:
             probe(base, key, o41_env.artifact("probe", count=False))

@@ -18,14 +18,14 @@ h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid 
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .7em;text-align:left;
 border-bottom:1px solid #eee;vertical-align:top}th{background:#f6f6f6}
 td.n{text-align:right}.pass{color:#176a26;font-weight:600}.fail{color:#b3261e;font-weight:700}
-.skip,.----{color:#777}.error{color:#a15c00;font-weight:700}
+.skip,.----{color:#777}.error,.not-tested{color:#a15c00;font-weight:700}
 pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:12.5px}
 dl.meta{display:grid;grid-template-columns:max-content auto;gap:.15em 1em}dt{color:#666}
 """
 
 
 def _status(value: str) -> str:
-    return f'<span class="{escape(value)}">{escape(value.upper())}</span>'
+    return f'<span class="{escape(value.replace(" ", "-"))}">{escape(value.upper())}</span>'
 
 
 def _counts_table(title: str, rows: dict[str, dict[str, Any]], text: bool) -> str:
@@ -38,7 +38,9 @@ def _counts_table(title: str, rows: dict[str, dict[str, Any]], text: bool) -> st
             cells += f"<td>{escape(str(row.get('text', '')))}</td>"
         counts = (row.get(k, 0) for k in ("passed", "failed", "skipped"))
         cells += "".join(f'<td class="n">{n}</td>' for n in counts)
-        body.append(f"<tr>{cells}<td>{_status(str(row.get('status', '')))}</td></tr>")
+        why = row.get("run_with") or " ".join(row.get("untested") or [])
+        note = f" {escape(f'(run with {why})' if row.get('run_with') else why)}" if why else ""
+        body.append(f"<tr>{cells}<td>{_status(str(row.get('status', '')))}{note}</td></tr>")
     return f"<table>{head}{''.join(body)}</table>"
 
 
@@ -48,6 +50,8 @@ def _capabilities(data: dict[str, Any]) -> str:
     for name, group in data.get("capability_results", {}).items():
         status = data.get("verdict", {}).get(name, "")
         why = group.get("reason") or detected.get(name, {}).get("reason", "")
+        if group.get("untested"):
+            why = "not tested: " + ", ".join(group["untested"])
         kind = "base contract" if name == "base" else "optional"
         rows.append(
             f"<tr><td>{escape(name)}</td><td>{kind}</td><td>{_status(status)}</td>"

@@ -9,7 +9,6 @@ capability, prints the tables and writes the JSON and HTML reports.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -20,100 +19,32 @@ import pytest
 
 from conformance.client import SENT
 from conformance.env import FEATURES
+from conformance.evidence import NOT_TESTED
 from conformance.html_report import render_html
-from conformance.model import DEFAULT_PLACES
-from conformance.profile import PROFILES, choose_seed
-from conformance.report import Collector, rule_of, unreachable
+from conformance.profile import choose_seed
+from conformance.report import BASE, Collector, rule_of, unreachable
 from conformance.rules import RULES
-from conformance.session import COLLECTOR, ENV, NAMES, SEED, TRAIL, open_target, run_names
+from conformance.session import (
+    COLLECTOR,
+    ENV,
+    NAMES,
+    SECRET_ENV,
+    SECRETS,
+    SEED,
+    TRAIL,
+    open_target,
+    run_names,
+    secret,
+)
+from conformance.shown import Secrets, mask_argv, scrub
 from conformance.target import TargetError, probe
+from conformance.transport import DEADLINES
 
-pytest_plugins = ["conformance.fixtures"]
+pytest_plugins = ["conformance.options", "conformance.fixtures", "conformance.deadlines"]
 
 #: Exit codes: the target could not be judged (3), or the options are wrong (4, pytest's).
 EXIT_TARGET = pytest.ExitCode.INTERNAL_ERROR
 EXIT_USAGE = pytest.ExitCode.USAGE_ERROR
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("o41-conformance", "o41 Artifacts conformance suite")
-    g.addoption("--target", help="API base URL of the implementation, or 'spawn'")
-    g.addoption("--api-key", help="write key (default: $O41_ARTIFACTS_API_KEY)")
-    g.addoption("--read-key", help="a key with read only; tests needing one skip without it")
-    g.addoption(
-        "--scoped-key",
-        metavar="KEY=PREFIX",
-        help="a key with write only under PREFIX (where the suite may create artifacts) "
-        "and no access to the run's --prefix; enables the key-scope tests",
-    )
-    g.addoption(
-        "--scoped-read-prefix",
-        metavar="PREFIX",
-        help="a prefix where the --scoped-key key has read only (its artifacts are "
-        "made with the write key)",
-    )
-    g.addoption(
-        "--places",
-        default=DEFAULT_PLACES,
-        help="the target's locations, cloud/region comma-separated; "
-        "the first of each cloud is its default",
-    )
-    g.addoption("--fallback", help="the target's fallback location (default: first place; "
-                "'none': the target has none)")
-    g.addoption("--prefix", help="artifact project of this run (default: conf-<random>)")
-    g.addoption("--conformance-report", metavar="FILE.json", help="write results as JSON")
-    g.addoption(
-        "--conformance-html", metavar="FILE.html", help="write a self-contained HTML report"
-    )
-    g.addoption(
-        "--conformance-profile",
-        choices=sorted(PROFILES),
-        default="ci",
-        help="ci: fixed seed, 15 state machine runs; thorough: random seed, 150 runs",
-    )
-    g.addoption("--conformance-seed", type=int, metavar="N", help="replay a run's seed")
-    g.addoption(
-        "--conformance-shrink-seconds",
-        type=float,
-        help="how long hypothesis may shrink a state machine failure (ci 20, thorough 180)",
-    )
-    g.addoption(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="IDS",
-        help="run only tests checking these rule or clause ids (comma-separated)",
-    )
-    g.addoption("--scenarios", metavar="DIR", help="scenario YAML directory to replay")
-    g.addoption(
-        "--expiry-target",
-        metavar="URL",
-        help="API base URL of a second instance whose signed URLs expire within "
-        "--max-url-wait seconds, for the URL expiry tests (default: the target itself)",
-    )
-    g.addoption(
-        "--expiry-api-key", help="write key of --expiry-target (default: the --api-key)"
-    )
-    g.addoption(
-        "--max-url-wait",
-        type=float,
-        default=10.0,
-        help="longest URL lifetime the expiry test waits out (seconds)",
-    )
-    g.addoption(
-        "--emulator-fault",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="spawn only: start the emulator with --fault NAME",
-    )
-    g.addoption("--emulator-command", help="spawn only: command to run instead of o41-emulator")
-    g.addoption(
-        "--emulator-url-lifetime",
-        type=int,
-        default=3,
-        help="spawn only: url_lifetime configured in the emulator (seconds)",
-    )
 
 
 def known_id(ident: str) -> bool:
@@ -139,13 +70,18 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = str(config.getoption("conformance_profile"))
     config.stash[SEED] = choose_seed(profile, config.getoption("conformance_seed"))
     config.stash[NAMES] = run_names(target, config.getoption("prefix"))
+    config.stash[SECRETS] = secrets = Secrets(
+        [(secret(config, name) or "").partition("=")[0] for name in SECRET_ENV]
+    )
+    DEADLINES.request = float(config.getoption("request_deadline"))
+    DEADLINES.probe = float(config.getoption("probe_deadline"))
     if target and target != "spawn":
-        if not (config.getoption("api_key") or os.environ.get("O41_ARTIFACTS_API_KEY")):
+        if not secret(config, "api_key"):
             raise pytest.UsageError("--target URL needs --api-key or $O41_ARTIFACTS_API_KEY")
-    if config.getoption("scoped_read_prefix") and not config.getoption("scoped_key"):
+    if config.getoption("scoped_read_prefix") and not secret(config, "scoped_key"):
         raise pytest.UsageError("--scoped-read-prefix needs --scoped-key KEY=PREFIX")
     if target:
-        config.stash[COLLECTOR] = Collector()
+        config.stash[COLLECTOR] = Collector(clean=secrets.shown)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -219,12 +155,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     workdir = Path(tempfile.mkdtemp(prefix="o41-conformance-"))
     config.add_cleanup(lambda: shutil.rmtree(workdir, ignore_errors=True))
+    shown = config.stash[SECRETS].shown
     try:
         config.stash[ENV] = open_target(config, config.stash[NAMES], config.stash[SEED], workdir)
     except TargetError as exc:
-        pytest.exit(f"o41 conformance: {exc}", returncode=EXIT_TARGET)
+        pytest.exit(shown(f"o41 conformance: {exc}"), returncode=EXIT_TARGET)
     except ValueError as exc:
-        pytest.exit(f"o41 conformance: {exc}", returncode=EXIT_USAGE)
+        pytest.exit(shown(f"o41 conformance: {exc}"), returncode=EXIT_USAGE)
 
 
 SENT_DURING = pytest.StashKey[int]()
@@ -240,16 +177,29 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         item.stash[SENT_DURING] = SENT.count - before
 
 
+def _clean_report(rep: pytest.TestReport, secrets: Secrets) -> None:
+    """Mask the run's keys in what pytest shows of a test (its traceback with the frames'
+    arguments and locals, skip reason, captured output) and spell out control characters
+    a target sent: the terminal, the JUnit file and every later hook see the clean text."""
+    if rep.longrepr is not None:
+        rep.longrepr = scrub(rep.longrepr, secrets.shown)
+    if rep.sections:
+        rep.sections = [(title, secrets.shown(text)) for title, text in rep.sections]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     rep = yield
+    secrets = item.config.stash.get(SECRETS, None)
+    if secrets is not None and item.config.getoption("target"):
+        _clean_report(rep, secrets)
     collector = item.config.stash.get(COLLECTOR, None)
     rules = item_rules(item)
     if collector is None or not rules:
         return rep
     exc = call.excinfo.value if (call.excinfo is not None and rep.failed) else None
     if rep.skipped and isinstance(rep.longrepr, tuple):
-        message = str(rep.longrepr[2])
+        message = str(rep.longrepr[2]).removeprefix("Skipped: ")
     elif exc is not None:
         message = f"{type(exc).__name__}: {exc}"
     else:
@@ -283,7 +233,9 @@ def _stop_if_target_gone(item: pytest.Item, exc: BaseException | None) -> None:
     try:
         probe(env.base, env.key, env.artifact("probe", count=False))
     except TargetError as err:
-        item.session.shouldstop = f"o41 conformance: the target stopped answering: {err}"
+        item.session.shouldstop = item.config.stash[SECRETS].shown(
+            f"o41 conformance: the target stopped answering: {err}"
+        )
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -295,6 +247,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(line)
     profile, seed = config.getoption("conformance_profile"), config.stash[SEED]
     terminalreporter.write_line(f"profile {profile}, seed {seed}")
+    if collector.verdicts()[BASE] == NOT_TESTED:
+        terminalreporter.write_line(
+            "o41 conformance: base NOT TESTED (some base clause was only skipped, see above): "
+            "exit code 1 although no test failed"
+        )
 
 
 def run_meta(config: pytest.Config, exitstatus: int) -> dict[str, Any]:
@@ -315,7 +272,7 @@ def run_meta(config: pytest.Config, exitstatus: int) -> dict[str, Any]:
             "scoped_read_prefix": env.scoped.read_prefix if env and env.scoped else None,
         },
         "capabilities": env.capabilities() if env else {},
-        "command": " ".join(["pytest", *sys.argv[1:]]),
+        "command": " ".join(["pytest", *mask_argv(sys.argv[1:])]),
         "exitstatus": int(exitstatus),
     }
 
@@ -323,12 +280,23 @@ def run_meta(config: pytest.Config, exitstatus: int) -> dict[str, Any]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     collector = config.stash.get(COLLECTOR, None)
-    json_path, html_path = (config.getoption(o) for o in ("conformance_report", "conformance_html"))
-    if collector is None or not (json_path or html_path):
+    if collector is None:
         return
-    data = collector.to_json(run_meta(config, exitstatus))
+    if collector.results and exitstatus == 0 and collector.verdicts()[BASE] == NOT_TESTED:
+        # No PASS without evidence: a run in which some base clause was only skipped has
+        # not shown the target conforms, and a CI job reading the exit code must see that.
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    json_path, html_path = (config.getoption(o) for o in ("conformance_report", "conformance_html"))
+    if not (json_path or html_path):
+        return
+    # Every string a target could have put there (codes, messages, headers) is shown safely
+    # and no key appears, so the files can be attached to a pull request as they are.
+    meta = run_meta(config, int(session.exitstatus))
+    data = scrub(collector.to_json(meta), config.stash[SECRETS].shown)
     if json_path:
         collector.write_json(Path(json_path), data)
     if html_path:
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(render_html(data), encoding="utf-8")
+        Path(html_path).write_text(
+            render_html(data), encoding="utf-8", errors="backslashreplace"
+        )

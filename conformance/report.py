@@ -8,20 +8,28 @@ reached the target (setup error, transport failure) is an error, charged to noth
 
 Tests without a feature marker check the base contract; tests with one (``usage``,
 ``scoped_key``...) check an optional capability, so an implementer reads "base: PASS,
-usage: not offered" rather than one verdict mixing both.
+usage: not offered" rather than one verdict mixing both. A skip is no evidence: what is
+PASS and what is NOT TESTED is :mod:`conformance.evidence`'s to say.
+
+Every text recorded (messages, steps) goes through ``clean`` first: the plugin's masks the
+run's keys and spells out control characters a target sent (:mod:`conformance.shown`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conformance import rules as _rules
 from conformance.client import TargetUnreachable
+from conformance.env import FEATURES
+from conformance.evidence import NOT_TESTED, clause_status, group_status, hint_of, rule_status
 from conformance.rules import RULES, rules_of
+from conformance.shown import safe
 
 __all__ = ["BASE", "Collector", "TestResult", "clause_text", "rule_of", "unreachable"]
 
@@ -108,8 +116,9 @@ def _zero() -> dict[str, int]:
 class Collector:
     """Accumulates results during the session; renders the tables and the JSON report."""
 
-    def __init__(self) -> None:
+    def __init__(self, clean: Callable[[str], str] = safe) -> None:
         self.results: dict[str, TestResult] = {}
+        self.clean = clean
 
     def record(
         self,
@@ -126,6 +135,8 @@ class Collector:
         requests: int = 0,
     ) -> None:
         """Merge one phase's report (pytest calls this for setup, call and teardown)."""
+        message = self.clean(message)
+        trail = [self.clean(line) for line in trail] if trail is not None else None
         res = self.results.setdefault(
             nodeid, TestResult(nodeid, list(rules), features=list(features or []))
         )
@@ -144,7 +155,7 @@ class Collector:
             res.outcome = "failed"
             res.failed_rules = named or list(rules)
             res.message = message if when == "call" else f"{when}: {message}"
-            res.steps = _notes(exc) or list(trail or [])
+            res.steps = [self.clean(n) for n in _notes(exc)] or list(trail or [])
 
     def _charged(self, res: TestResult, by: str) -> tuple[list[str], list[str]]:
         """The ids a result counts for and the ids it failed, as rules or as clauses."""
@@ -195,6 +206,62 @@ class Collector:
                     g["reason"] = res.message
         return groups
 
+    def hints(self) -> dict[str, str]:
+        """Per clause id, what would run the tests of it that skipped (options, or why)."""
+        found: dict[str, list[str]] = {}
+        for res in self.results.values():
+            if res.outcome != "skipped":
+                continue
+            hint = hint_of(res.message, [FEATURES.get(f, "") for f in res.features])
+            for ident in self._charged(res, "clause")[0]:
+                found.setdefault(ident, [])
+                if hint and hint not in found[ident]:
+                    found[ident].append(hint)
+        return {ident: "; ".join(h) for ident, h in found.items()}
+
+    def clause_rows(self) -> dict[str, dict[str, Any]]:
+        """Per clause: counts, status and, when NOT TESTED, what would run it."""
+        hints = self.hints()
+        rows: dict[str, dict[str, Any]] = {}
+        for ident, c in self.by_clause().items():
+            status = clause_status(c)
+            rows[ident] = {**c, "status": status}
+            if status == NOT_TESTED:
+                rows[ident]["run_with"] = hints.get(ident, "")
+        return rows
+
+    def rule_rows(self, clause_rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Per rule: counts and status (PASS only when every clause of it is PASS)."""
+        rows: dict[str, dict[str, Any]] = {}
+        for rule, c in self.by_rule().items():
+            own = {i: r for i, r in clause_rows.items() if rule_of(i) == rule}
+            status = rule_status(c, list(own.values()))
+            rows[rule] = {**c, "status": status}
+            if status == NOT_TESTED:
+                rows[rule]["untested"] = [i for i, r in own.items() if r["status"] != "PASS"]
+        return rows
+
+    def group_rows(self, clause_rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Per capability group: counts, status and the clauses its tests left untested."""
+        marked: dict[str, set[str]] = {}
+        for res in self.results.values():
+            if res.outcome != "error":
+                for name in res.group:
+                    marked.setdefault(name, set()).update(self._charged(res, "clause")[0])
+        rows = {}
+        for name, g in self.by_capability().items():
+            untested = sorted(
+                (i for i in marked.get(name, ()) if clause_rows.get(i, {}).get("status")
+                 in (NOT_TESTED, "----")),
+                key=lambda i: _clause_order((i, None)),
+            )
+            status = group_status(g, untested, name == BASE)
+            rows[name] = {**g, "status": status, "untested": untested if untested else []}
+        return rows
+
+    def verdicts(self) -> dict[str, str]:
+        return {name: g["status"] for name, g in self.group_rows(self.clause_rows()).items()}
+
     def failures(self) -> list[TestResult]:
         return [r for r in self.results.values() if r.outcome == "failed"]
 
@@ -203,35 +270,39 @@ class Collector:
         return [r for r in self.results.values() if r.outcome == "error"]
 
     @staticmethod
-    def status(counts: dict[str, Any]) -> str:
-        if counts["failed"]:
-            return "FAIL"
-        if counts.get("error"):
-            return "ERROR"
-        return "PASS" if counts["passed"] else ("SKIP" if counts["skipped"] else "----")
-
-    def _rows(self, title: str, table: dict[str, dict[str, int]], width: int) -> list[str]:
+    def _rows(title: str, table: dict[str, dict[str, Any]], width: int) -> list[str]:
         out = [f"{title:<{width}}{'passed':>7}{'failed':>7}{'skipped':>8}  status"]
         for ident, c in table.items():
+            why = f"  (run with {c['run_with']})" if c.get("run_with") else ""
             out.append(
                 f"{ident:<{width}}{c['passed']:>7}{c['failed']:>7}{c['skipped']:>8}"
-                f"  {self.status(c)}"
+                f"  {c['status']}{why}"
             )
         return out
 
     def lines(self) -> list[str]:
-        """The terminal summary: capabilities, rules, clauses, then each failure's steps."""
+        """The terminal summary: capabilities, rules, clauses, what was not tested and
+        why, then each failure's steps."""
+        clause_rows = self.clause_rows()
         out = ["capability        passed failed skipped  status"]
-        for name, g in self.by_capability().items():
-            why = f"  ({g['reason']})" if self.status(g) == "SKIP" and g["reason"] else ""
+        for name, g in self.group_rows(clause_rows).items():
+            why = ""
+            if g["status"] == "SKIP" and g["reason"]:
+                why = f"  ({g['reason']})"
+            elif g["status"] == NOT_TESTED:
+                why = f"  (not tested: {', '.join(g['untested'])})"
             out.append(
                 f"{name:<17}{g['passed']:>7}{g['failed']:>7}{g['skipped']:>8}"
-                f"  {self.status(g)}{why}"
+                f"  {g['status']}{why}"
             )
-        out += ["", *self._rows("rule", self.by_rule(), 9)]
+        out += ["", *self._rows("rule", self.rule_rows(clause_rows), 9)]
         # Printed once tests mark clause ids; until then it would be every clause at "----".
         if any("." in ident for res in self.results.values() for ident in res.rules):
-            out += ["", *self._rows("clause", self.by_clause(), 12)]
+            out += ["", *self._rows("clause", clause_rows, 12)]
+        for ident, row in clause_rows.items():
+            if row["status"] == NOT_TESTED:
+                out += ["", f"NOT TESTED {ident}: {clause_text(ident)}",
+                        f"  every test of it skipped; run with: {row['run_with']}"]
         for res in self.failures():
             out.append("")
             for ident in res.failed_rules:
@@ -251,19 +322,24 @@ class Collector:
         totals = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
         for res in self.results.values():
             totals[res.outcome] += 1
-        groups = self.by_capability()
+        clause_rows = self.clause_rows()
+        groups = self.group_rows(clause_rows)
+
+        def lower(row: dict[str, Any]) -> dict[str, Any]:
+            return {**row, "status": row["status"].lower()}
+
         return {
             **meta,
             "summary": totals,
-            "verdict": {name: self.status(g).lower() for name, g in groups.items()},
-            "capability_results": groups,
+            "verdict": {name: g["status"].lower() for name, g in groups.items()},
+            "capability_results": {name: lower(g) for name, g in groups.items()},
             "rules": {
-                rule: {"text": RULES.get(rule, ""), **c, "status": self.status(c).lower()}
-                for rule, c in self.by_rule().items()
+                rule: {"text": RULES.get(rule, ""), **lower(row)}
+                for rule, row in self.rule_rows(clause_rows).items()
             },
             "clauses": {
-                ident: {"text": clause_text(ident), **c, "status": self.status(c).lower()}
-                for ident, c in self.by_clause().items()
+                ident: {"text": clause_text(ident), **lower(row)}
+                for ident, row in clause_rows.items()
             },
             "failures": [
                 {
@@ -281,7 +357,8 @@ class Collector:
 
     def write_json(self, path: Path, data: dict[str, Any]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+        # ASCII with \u escapes: a lone surrogate a target sent still encodes.
+        path.write_text(json.dumps(data, indent=2, ensure_ascii=True) + "\n", encoding="ascii")
 
 
 def _clause_order(item: tuple[str, Any]) -> tuple[int, str]:

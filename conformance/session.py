@@ -18,6 +18,7 @@ import pytest
 from conformance.client import normalize_base
 from conformance.env import Env, ScopedKey
 from conformance.model import Topology
+from conformance.shown import Secrets
 from conformance.spawn import SpawnedEmulator, SpawnError, emulator_config
 from conformance.target import TargetError, probe
 
@@ -25,6 +26,8 @@ __all__ = [
     "COLLECTOR",
     "ENV",
     "NAMES",
+    "SECRETS",
+    "SECRET_ENV",
     "SEED",
     "SPAWN_READ_KEY",
     "SPAWN_SCOPED_KEY",
@@ -32,6 +35,7 @@ __all__ = [
     "RunNames",
     "open_target",
     "run_names",
+    "secret",
 ]
 
 SPAWN_READ_KEY = "ak_conformance_reader"
@@ -44,6 +48,22 @@ ENV = pytest.StashKey[Env]()
 NAMES = pytest.StashKey["RunNames"]()
 SEED = pytest.StashKey[int]()
 TRAIL = pytest.StashKey[Any]()
+SECRETS = pytest.StashKey[Secrets]()
+
+#: Each key option and the environment variable it defaults to: a program running the suite
+#: (the mutant and legal tables) hands keys over there, never on the command line, where
+#: ``ps`` shows them to every user of the machine.
+SECRET_ENV = {
+    "api_key": "O41_ARTIFACTS_API_KEY",
+    "read_key": "O41_CONFORMANCE_READ_KEY",
+    "scoped_key": "O41_CONFORMANCE_SCOPED_KEY",
+    "expiry_api_key": "O41_CONFORMANCE_EXPIRY_API_KEY",
+}
+
+
+def secret(config: Any, name: str) -> str | None:
+    """A key option's value: the command line's, else its environment variable's."""
+    return config.getoption(name) or os.environ.get(SECRET_ENV[name]) or None
 
 
 @dataclass(frozen=True)
@@ -94,9 +114,9 @@ def open_target(config: Any, names: RunNames, seed: int, workdir: Path) -> Env:
     """The session's Env, with the target started (spawn) and probed. Raises TargetError
     with one line when the target cannot be judged."""
     target = str(_opt(config, "target"))
-    key = _opt(config, "api_key") or os.environ.get("O41_ARTIFACTS_API_KEY")
-    read_key = _opt(config, "read_key")
-    scoped_arg, read_prefix = _opt(config, "scoped_key"), _opt(config, "scoped_read_prefix")
+    key = secret(config, "api_key")
+    read_key = secret(config, "read_key")
+    scoped_arg, read_prefix = secret(config, "scoped_key"), _opt(config, "scoped_read_prefix")
     spawned = target == "spawn"
     if spawned:
         try:
@@ -104,11 +124,16 @@ def open_target(config: Any, names: RunNames, seed: int, workdir: Path) -> Env:
         except SpawnError as exc:
             raise TargetError(f"--target spawn: {_one_line(exc)}") from exc
         target = proc.url
+        # Not $O41_ARTIFACTS_API_KEY: that is some other target's key, not our emulator's.
         key = _opt(config, "api_key") or proc.key or "ak_local"
         read_key = read_key or SPAWN_READ_KEY
         if not scoped_arg:
             scoped_arg = f"{SPAWN_SCOPED_KEY}={names.prefix}/w-"
             read_prefix = f"{names.prefix}/r-"
+    secrets = config.stash.get(SECRETS, None)
+    if secrets is not None:
+        for value in (key, read_key, (scoped_arg or "").partition("=")[0]):
+            secrets.add(value)
     fallback = _opt(config, "fallback")
     has_fallback = (fallback or "").lower() != "none"
     env = Env(

@@ -2,8 +2,10 @@
 
 Without it, an unreachable or wrong URL makes every test fail and every rule FAIL, which
 says nothing about the target's conformance. The probe asks one harmless question with a
-short timeout and turns every way of not answering it into one sentence naming the URL and
-what was tried; the plugin then stops the run before any test is charged.
+short deadline for the whole exchange (``--probe-deadline``, 5 s: a target that trickles
+its answer is given up on too) and turns every way of not answering it into one sentence
+naming the URL, what was tried and what the target did; the plugin then stops the run
+before any test is charged. Everything the target sent is shown escaped.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from typing import Any
 
 import requests
 
-__all__ = ["PROBE_TIMEOUT", "TargetError", "probe"]
+from conformance.shown import safe
+from conformance.transport import DEADLINES, RequestDeadline, bounded_request
 
-#: Seconds to connect, then to read the answer: an API answers this question at once.
-PROBE_TIMEOUT = (3.0, 3.0)
+__all__ = ["TargetError", "probe"]
 
 
 class TargetError(RuntimeError):
@@ -55,16 +57,22 @@ def probe(base: str, key: str | None, artifact: str) -> None:
     url = f"{base}/artifacts/read"
     tried = f"tried GET {url}?artifact={artifact}"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
+    limit = DEADLINES.probe
     try:
-        resp = requests.get(url, params={"artifact": artifact}, headers=headers,
-                            timeout=PROBE_TIMEOUT)
+        resp = bounded_request("GET", url, params={"artifact": artifact}, headers=headers,
+                               deadline=limit)
+    except RequestDeadline as exc:
+        raise TargetError(f"target {base} did not answer within the {limit:g} s probe deadline"
+                          f" (--probe-deadline; {tried}): target {exc.did} in "
+                          f"{exc.seconds:.1f} s") from exc
     except requests.Timeout as exc:
-        raise TargetError(f"target {base} did not answer within {PROBE_TIMEOUT}s ({tried}): "
+        raise TargetError(f"target {base} did not answer within {limit:g} s ({tried}): "
                           f"{type(exc).__name__}") from exc
     except requests.RequestException as exc:
         raise TargetError(f"target {base} is unreachable ({tried}): {_reason(exc)}") from exc
     body, code = _error_code(resp)
-    kind = resp.headers.get("Content-Type", "no content type").split(";")[0]
+    kind = safe(resp.headers.get("Content-Type", "no content type").split(";")[0])
+    code = safe(code) if code is not None else None
     if resp.status_code == 401 and code == "unauthenticated":
         raise TargetError(f"target {base} refused the write key (401 unauthenticated, {tried}):"
                           " pass --api-key KEY or set $O41_ARTIFACTS_API_KEY")

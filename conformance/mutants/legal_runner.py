@@ -21,6 +21,7 @@ from pathlib import Path
 from conformance.mutants.legal import LEGAL, make_variant
 from conformance.mutants.proxy import HttpUpstream, MutantProxy
 from conformance.mutants.runner import (
+    EXPIRY_CONFIG,
     READ_KEY,
     SCOPED_KEY,
     SCOPED_READ,
@@ -29,6 +30,8 @@ from conformance.mutants.runner import (
     Target,
     add_target_options,
     pytest_command,
+    spawn_emulator,
+    suite_env,
     suite_options,
 )
 from conformance.spawn import SpawnedEmulator
@@ -63,17 +66,21 @@ def _failures(junit: Path) -> list[str]:
 
 def run_variant(name: str, target: Target, options: set[str], timeout: float = 600.0,
                 extra: tuple[str, ...] = ()) -> Verdict:
-    """The whole suite (or ``extra`` pytest arguments narrowing it) through variant ``name``."""
-    proxy = MutantProxy(HttpUpstream(target.url), make_variant(name))
-    proxy.start()
+    """The whole suite (or ``extra`` pytest arguments narrowing it) through variant ``name``;
+    the target's expiry instance, when it has one, behind a proxy with the same variant."""
+    proxies = [MutantProxy(HttpUpstream(url), make_variant(name))
+               for url in (target.url, target.expiry_url) if url]
+    for proxy in proxies:
+        proxy.start()
+    expiry = proxies[1].url if len(proxies) > 1 else None
     try:
         with tempfile.TemporaryDirectory(prefix="o41-legal-") as tmp:
             junit = Path(tmp) / "junit.xml"
-            cmd = [a for a in pytest_command(proxy.url, target, options, junit, None)
+            cmd = [a for a in pytest_command(proxies[0].url, target, options, junit, None, expiry)
                    if a != "-x"] + list(extra)
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                      cwd=tmp, check=False)
+                                      cwd=tmp, check=False, env=suite_env(target))
             except subprocess.TimeoutExpired:
                 return Verdict(name, "error", detail=f"timed out after {timeout:.0f} s")
             failed = _failures(junit)
@@ -84,12 +91,15 @@ def run_variant(name: str, target: Target, options: set[str], timeout: float = 6
                 return Verdict(name, "failed", failed, tail[0])
             return Verdict(name, "error", failed, f"pytest exit {done.returncode}: {tail[0]}")
     finally:
-        proxy.stop()
+        for proxy in proxies:
+            proxy.stop()
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m conformance.mutants legal")
     add_target_options(p)
+    p.add_argument("--expiry-upstream", metavar="URL",
+                   help="a second instance, same keys, whose signed URLs expire within 10 s")
     p.add_argument("--jobs", type=int, default=1, help="variants run at once (default 1)")
     p.add_argument("--only", action="append", default=[], metavar="NAME",
                    help="run only these variants ('all' chains every variant at once)")
@@ -113,18 +123,19 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     verdicts: dict[str, Verdict] = {}
     with tempfile.TemporaryDirectory(prefix="o41-legal-") as tmp:
-        emulator = None
+        emulators: list[SpawnedEmulator] = []
         try:
             if args.spawn:
-                emulator = SpawnedEmulator(Path(tmp), config=SPAWN_CONFIG)
-                url = emulator.start()
-                target = Target(url, emulator.key or "ak_local", READ_KEY,
-                                f"{SCOPED_KEY}={SCOPED_WRITE}", SCOPED_READ)
+                url, key = spawn_emulator(emulators, Path(tmp) / "main", SPAWN_CONFIG)
+                expiry_url, _ = spawn_emulator(emulators, Path(tmp) / "expiry", EXPIRY_CONFIG)
+                target = Target(url, key, READ_KEY, f"{SCOPED_KEY}={SCOPED_WRITE}",
+                                SCOPED_READ, expiry_url)
             else:
                 if not args.api_key:
                     raise SystemExit("--upstream needs --api-key")
                 target = Target(args.upstream.rstrip("/").removesuffix("/api/v1"), args.api_key,
-                                args.read_key, args.scoped_key, args.scoped_read_prefix)
+                                args.read_key, args.scoped_key, args.scoped_read_prefix,
+                                args.expiry_upstream)
             options = suite_options()
 
             def one(name: str) -> None:
@@ -136,7 +147,7 @@ def main(argv: list[str]) -> int:
             with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
                 list(pool.map(one, names))
         finally:
-            if emulator is not None:
+            for emulator in emulators:
                 emulator.stop()
     for name in names:
         v = verdicts[name]

@@ -5,6 +5,12 @@ Signed URLs in JSON replies are rewritten to the proxy's own origin so that the 
 (GET/HEAD/PUT with ``Range``) passes through it too. Bodies are buffered whole (checkpoint
 files in the suite are a few MB at most), which keeps the mutant interface a plain function
 of one request and one reply.
+
+A request is read with limits, so that no client can hold a proxy thread: a body larger
+than ``max_body`` gets 413, a malformed length or chunk size 400, and reading one request
+(headers and body) ends by ``request_deadline``: the watchdog of
+:mod:`conformance.transport` shuts the connection down then, whatever read is blocked.
+Each socket read also times out after ``read_timeout`` (an idle keep-alive connection).
 """
 
 from __future__ import annotations
@@ -18,6 +24,25 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from conformance.mutants.base import Mutant, Request, Response
+from conformance.transport import watch_for
+
+#: Largest request body the proxy buffers (the suite's files are a few MB).
+MAX_BODY = 64 * 1024 * 1024
+#: Seconds to read one request, headers and body; and one socket read.
+REQUEST_DEADLINE, READ_TIMEOUT = 60.0, 30.0
+_MAX_LINE, _MAX_TRAILERS = 1024, 64
+
+
+class _Refused(Exception):
+    """A request the proxy will not read further: answered with ``status`` and closed."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        super().__init__(detail)
+
+
+class _Dropped(Exception):
+    """The client stopped sending, or the request's deadline shut its connection down."""
 
 __all__ = ["HttpUpstream", "MutantProxy", "rewrite_urls"]
 
@@ -75,12 +100,18 @@ class HttpUpstream:
         if request.body or request.method in ("POST", "PUT", "PATCH"):
             headers["Content-Length"] = str(len(request.body))
         conn = self._connection()
+        # The whole exchange by the deadline, as the suite's own requests: an upstream that
+        # trickles its reply cannot hold this proxy thread either.
+        watch = watch_for(self.timeout)
         try:
+            conn.connect()
+            watch.attach(conn.sock)
             conn.request(request.method, target, body=request.body or None, headers=headers)
             reply = conn.getresponse()
             body = reply.read()
             pairs = tuple(reply.getheaders())
         finally:
+            watch.finish()
             conn.close()
         kept = tuple((k, v) for k, v in pairs if k.lower() not in HOP_BY_HOP)
         if request.method == "HEAD":
@@ -109,29 +140,100 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.verbose:
             super().log_message(format, *args)
 
-    def _body(self) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            chunks = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+    def setup(self) -> None:
+        self.timeout = self.server.read_timeout  # per socket read, set by StreamRequestHandler
+        super().setup()
 
-    def _serve(self) -> None:
+    def handle_one_request(self) -> None:
+        """One request, read by the server's deadline (the watch is disarmed once the body
+        is in: forwarding it and answering take the upstream's time, not the client's)."""
+        self.watch = watch_for(self.server.request_deadline)
+        self.watch.attach(self.connection)
+        try:
+            super().handle_one_request()
+        finally:
+            self.watch.finish()
+
+    def _exactly(self, length: int) -> bytes:
+        chunks, left = [], length
+        while left:
+            got = self.rfile.read1(min(left, 65536))
+            if not got:
+                raise _Dropped(f"the body ended after {length - left} of {length} bytes")
+            chunks.append(got)
+            left -= len(got)
+        return b"".join(chunks)
+
+    def _line(self) -> bytes:
+        line = self.rfile.readline(_MAX_LINE + 1)
+        if not line:
+            raise _Dropped("the chunked body ended before its last chunk")
+        if len(line) > _MAX_LINE:
+            raise _Refused(400, "a chunk size line is longer than 1024 bytes")
+        return line
+
+    def _chunked(self) -> bytes:
+        chunks, total = [], 0
+        while True:
+            text = self._line().split(b";")[0].strip()
+            if not text or not all(c in b"0123456789abcdefABCDEF" for c in text):
+                raise _Refused(400, f"malformed chunk size {text[:40]!r}")
+            size = int(text, 16)
+            total += size
+            if total > self.server.max_body:
+                raise _Refused(413, f"chunked body over {self.server.max_body} bytes")
+            if size == 0:
+                for _ in range(_MAX_TRAILERS):
+                    if self._line() in (b"\r\n", b"\n"):
+                        return b"".join(chunks)
+                raise _Refused(400, "more than 64 trailer lines")
+            chunks.append(self._exactly(size))
+            self._line()
+
+    def _body(self) -> bytes:
+        """The request body, read with the server's limits; raises _Refused or _Dropped."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._chunked()
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            return b""
+        if not raw.strip().isdigit():
+            raise _Refused(400, f"malformed Content-Length {raw[:40]!r}")
+        length = int(raw)
+        if length > self.server.max_body:
+            raise _Refused(413, f"Content-Length {length} over {self.server.max_body} bytes")
+        return self._exactly(length)
+
+    def _read_request(self) -> Request | None:
+        """The request, or None when it was refused or dropped (the connection closes)."""
         parts = urlsplit(self.path)
-        request = Request(
+        try:
+            body = self._body()
+        except _Refused as exc:
+            self.close_connection = True
+            self._reply(Response.error(exc.status, "proxy_refused", f"mutant proxy: {exc}"))
+            return None
+        except (_Dropped, OSError) as exc:
+            self.close_connection = True
+            if self.server.verbose:
+                self.log_message("dropped %s %s: %s", self.command, self.path, exc)
+            return None
+        if self.watch.fired:  # the deadline passed just as the body was complete
+            self.close_connection = True
+            return None
+        self.watch.finish()
+        return Request(
             method=self.command,
             path=parts.path,
             query=tuple(parse_qsl(parts.query, keep_blank_values=True)),
             headers=tuple(self.headers.items()),
-            body=self._body(),
+            body=body,
         )
+
+    def _serve(self) -> None:
+        request = self._read_request()
+        if request is None:
+            return
         try:
             response = self.server.mutant.handle(request, self.server.upstream)
         except Exception as exc:  # noqa: BLE001 - one broken request must not stop the proxy
@@ -163,12 +265,23 @@ class MutantProxy(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(
-        self, upstream: HttpUpstream, mutant: Mutant, port: int = 0, verbose: bool = False
+        self,
+        upstream: HttpUpstream,
+        mutant: Mutant,
+        port: int = 0,
+        verbose: bool = False,
+        *,
+        max_body: int = MAX_BODY,
+        request_deadline: float = REQUEST_DEADLINE,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.upstream = upstream
         self.mutant = mutant
         self.verbose = verbose
+        self.max_body = max_body
+        self.request_deadline = request_deadline
+        self.read_timeout = read_timeout
         upstream.public_origin = self.url
 
     @property

@@ -17,22 +17,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.mutants import MUTANTS
 from conformance.mutants.base import Mutant
 from conformance.mutants.proxy import HttpUpstream, MutantProxy
 from conformance.rules import rule_of
+from conformance.session import SECRET_ENV
 from conformance.spawn import SpawnedEmulator
 
-__all__ = ["Outcome", "Target", "main", "run_mutant", "suite_options"]
+__all__ = ["Outcome", "Target", "main", "run_mutant", "suite_env", "suite_options"]
 
 #: Keys of the emulator the runner spawns; the scoped key writes under ``mut/w-`` only.
 READ_KEY = "ak_mutants_reader"
@@ -47,18 +49,19 @@ SPAWN_CONFIG = (
 #: Seconds the expiry emulator's signed URLs (and uploads) live: short enough for the
 #: suite's ``--max-url-wait`` (10 s), long enough for an open, upload and commit under load.
 EXPIRY_LIFETIME = 5
+EXPIRY_CONFIG = f"url_lifetime = {EXPIRY_LIFETIME}\n\n{SPAWN_CONFIG}"
 RATIO = 0.97
 MARK_BEGIN, MARK_END = "<!-- mutants:begin -->", "<!-- mutants:end -->"
 
 
 @dataclass(frozen=True)
 class Target:
-    """The upstream and the keys the suite gets for it."""
+    """The upstream and the keys the suite gets for it (keys stay out of the repr)."""
 
     url: str
-    api_key: str
-    read_key: str | None = None
-    scoped_key: str | None = None  # KEY=PREFIX
+    api_key: str = field(repr=False)
+    read_key: str | None = field(default=None, repr=False)
+    scoped_key: str | None = field(default=None, repr=False)  # KEY=PREFIX
     scoped_read_prefix: str | None = None
     expiry_url: str | None = None  # same keys, signed URLs that expire within seconds
 
@@ -96,16 +99,26 @@ def _first_failure(junit: Path) -> str:
     return ""
 
 
+def suite_env(target: Target) -> dict[str, str]:
+    """The suite's environment: ours, with the target's keys in the variables the plugin
+    reads (``ps`` shows every user a process's arguments, not its environment)."""
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV.values()}
+    env[SECRET_ENV["api_key"]] = target.api_key
+    if target.read_key:
+        env[SECRET_ENV["read_key"]] = target.read_key
+    if target.scoped_key:
+        env[SECRET_ENV["scoped_key"]] = target.scoped_key
+    return env
+
+
 def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Path,
                    rule: str | None, expiry_url: str | None = None) -> list[str]:
+    """The suite's command line against ``proxy_url``; it carries no key (:func:`suite_env`
+    hands them over)."""
     cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", proxy_url,
-           "--api-key", target.api_key, "-x", "-q", "-p", "no:cacheprovider",
+           "-x", "-q", "-p", "no:cacheprovider",
            "-p", "no:randomly", "-p", "no:schemathesis", "--junitxml", str(junit),
            "-o", "junit_family=xunit1"]
-    if target.read_key:
-        cmd += ["--read-key", target.read_key]
-    if target.scoped_key and "--scoped-key" in options:
-        cmd += ["--scoped-key", target.scoped_key]
     if target.scoped_read_prefix and "--scoped-read-prefix" in options:
         cmd += ["--scoped-read-prefix", target.scoped_read_prefix]
     if expiry_url and "--expiry-target" in options:
@@ -124,7 +137,7 @@ def _run_suite(proxies: tuple[str, str | None], target: Target, options: set[str
         cmd = pytest_command(proxies[0], target, options, junit, rule, proxies[1])
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  cwd=tmp, check=False)
+                                  cwd=tmp, check=False, env=suite_env(target))
         except subprocess.TimeoutExpired:
             return -1, "", f"timed out after {timeout:.0f} s"
         return done.returncode, _first_failure(junit), (done.stdout + done.stderr)[-3000:]
@@ -150,7 +163,10 @@ def run_mutant(name: str, target: Target, options: set[str], timeout: float = 30
         for phase, rule in phases:
             code, first, tail = _run_suite(urls, target, options, rule, timeout)
             if code == 1:
-                return Outcome(name, clause, "killed", first or "(no test id)", phase)
+                # Exit 1 with no failing test: a base clause was only skipped (NOT TESTED).
+                killer = first or ("(base NOT TESTED)" if "base NOT TESTED" in tail
+                                   else "(no test id)")
+                return Outcome(name, clause, "killed", killer, phase)
             if code not in (0, 5):  # 5: no test carries this rule
                 detail = first or tail.strip().splitlines()[-1:] or [""]
                 return Outcome(name, clause, "error", f"pytest exit {code}: {detail}", phase)
@@ -270,7 +286,7 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, seconds: float | N
     return 0 if ratio >= RATIO else 1
 
 
-def _spawn(started: list[SpawnedEmulator], workdir: Path, config: str) -> tuple[str, str]:
+def spawn_emulator(started: list[SpawnedEmulator], workdir: Path, config: str) -> tuple[str, str]:
     """Start an emulator (appended to ``started`` first, so it is stopped even if it fails
     to come up); its URL and write key."""
     workdir.mkdir()
@@ -292,9 +308,8 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="o41-mutants-") as tmp:
         try:
             if args.spawn:
-                url, key = _spawn(emulators, Path(tmp) / "main", SPAWN_CONFIG)
-                expiry_config = f"url_lifetime = {EXPIRY_LIFETIME}\n\n{SPAWN_CONFIG}"
-                expiry_url, _ = _spawn(emulators, Path(tmp) / "expiry", expiry_config)
+                url, key = spawn_emulator(emulators, Path(tmp) / "main", SPAWN_CONFIG)
+                expiry_url, _ = spawn_emulator(emulators, Path(tmp) / "expiry", EXPIRY_CONFIG)
                 target = Target(url, key, READ_KEY, f"{SCOPED_KEY}={SCOPED_WRITE}",
                                 SCOPED_READ, expiry_url)
             else:
