@@ -13,9 +13,9 @@ from typing import Any
 
 from .checkpoint import Run
 from .checkpoint import open as open_run
+from .fsbytes import staged_files
 from .fsstage import StepKey, WriteFile, cleanup, is_marker, warn_uncommitted
 from .models import Version
-from .transfer import hash_files
 
 log = logging.getLogger("o41")
 
@@ -57,7 +57,7 @@ class StepWriter:
         if step is None or not step.files:
             return None
         try:
-            local = hash_files(sorted(step.files.items()), self.workers)
+            local = staged_files(sorted(step.files.items()), self.workers)
             version = self.run(step.artifact).save_files(int(step.version[5:]), local)
         finally:
             cleanup(step)

@@ -18,11 +18,12 @@ torch = pytest.importorskip("torch", reason="torch is not installed (it is not a
                             "of this project): the DCP example of docs/fsspec.md is not run")
 
 
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
 def test_dcp_fsspec_writer_commits_one_version_and_reader_loads_it(o41_env: Emulator,
                                                                     o41_location: str) -> None:
     import fsspec
     import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint import FsspecReader, FsspecWriter
+    from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
 
     state = {"w": torch.arange(1000, dtype=torch.float32), "step": torch.tensor(100)}
     checkpoint = f"{o41_location}/step-00000100"
