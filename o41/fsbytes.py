@@ -29,8 +29,9 @@ from typing import Any
 from .local import WORKERS, LocalFile, hash_files
 
 MEMORY_BUDGET = 2 * 1024 * 1024 * 1024  # bytes of staged files held in memory, per process
-RESERVE_STEP = 64 * 1024 * 1024
+RESERVE_STEP = 1024 * 1024  # the budget is taken a MiB at a time
 BUFFER = 1024 * 1024
+HASH_STEP = 4 * 1024 * 1024  # files past this are hashed on a helper thread as written
 
 
 class _Budget:
@@ -64,6 +65,67 @@ class StagedPath(PosixPath):
     staged: LocalFile | None = None
 
 
+class _Hasher:
+    """sha256 of a staged file, read back from its descriptor on a helper thread while the
+    writer goes on: the writer's thread serializes, this one hashes (hashlib and ``preadv``
+    release the GIL). Only bytes the writer has handed to the descriptor are read."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.sha = hashlib.sha256()
+        self.hashed = 0
+        self.target = 0
+        self.stopped = False
+        self.error: BaseException | None = None
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="o41-stage-sha256", daemon=True)
+        self.thread.start()
+
+    def advance(self, upto: int) -> None:
+        with self.cond:
+            if upto > self.target:
+                self.target = upto
+                self.cond.notify()
+
+    def finish(self, size: int) -> str | None:
+        """The digest of bytes ``[0, size)``, once hashed; None when it could not be."""
+        self.advance(size)
+        with self.cond:
+            while self.hashed < size and self.error is None and not self.stopped:
+                self.cond.wait()
+        self.stop()
+        return self.sha.hexdigest() if self.hashed == size and self.error is None else None
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+        if self.thread is not threading.current_thread():
+            self.thread.join()
+
+    def _run(self) -> None:
+        buf = memoryview(bytearray(HASH_STEP))
+        try:
+            while True:
+                with self.cond:
+                    while self.hashed >= self.target and not self.stopped:
+                        self.cond.wait()
+                    if self.stopped:
+                        return
+                    want = min(HASH_STEP, self.target - self.hashed)
+                n = os.preadv(self.fd, [buf[:want]], self.hashed)
+                if n <= 0:
+                    raise OSError(f"staged file ended at byte {self.hashed} of {self.target}")
+                self.sha.update(buf[:n])
+                with self.cond:
+                    self.hashed += n
+                    self.cond.notify_all()
+        except BaseException as exc:  # noted: the file is then hashed whole at close
+            with self.cond:
+                self.error = exc
+                self.cond.notify_all()
+
+
 class StagingWriter(io.BufferedWriter):
     """A buffered writer into memory (a ``memfd``) or ``local``, hashing what it writes."""
 
@@ -74,35 +136,42 @@ class StagingWriter(io.BufferedWriter):
             self._reserved = RESERVE_STEP
             fd = os.memfd_create("o41-stage", os.MFD_CLOEXEC)
         self.in_memory = fd >= 0
-        raw = io.FileIO(fd, "w", closefd=True) if self.in_memory else io.FileIO(local, "w")
+        raw = io.FileIO(fd, "w", closefd=True) if self.in_memory else io.FileIO(local, "w+")
         super().__init__(raw, buffer_size=BUFFER)
         self.local = local
         self._size = 0  # bytes written so far (the end, while nobody seeks back)
-        self._sha: Any = hashlib.sha256()
+        self._in_order = True  # False once a seek may have overwritten written bytes
+        self._hasher: _Hasher | None = None
 
     # -- writing ------------------------------------------------------------------------
 
     def write(self, b: Any) -> int:
-        view = memoryview(b).cast("B") if not isinstance(b, bytes) else b
-        n = len(view)
+        n = len(b) if isinstance(b, bytes) else memoryview(b).nbytes
         if self.in_memory and self._size + n > self._reserved:
             self._grow(self._size + n)
-        written = super().write(view)
-        if self._sha is not None:
-            self._sha.update(view[:written] if written != n else view)
+        written = super().write(b)
         self._size += written
+        if self._in_order and self._size >= HASH_STEP:
+            if self._hasher is None:
+                self._hasher = _Hasher(self.raw.fileno())
+            self._hasher.advance(os.lseek(self.raw.fileno(), 0, os.SEEK_CUR))
         return written
 
     def seek(self, pos: int, whence: int = 0) -> int:
         at = super().seek(pos, whence)
         if at != self._size:  # bytes may be overwritten: hash the finished file instead
-            self._sha = None
+            self._out_of_order()
         return at
 
     def truncate(self, pos: int | None = None) -> int:
-        self._sha = None
+        self._out_of_order()
         return super().truncate(pos)
 
+    def _out_of_order(self) -> None:
+        self._in_order = False
+        if self._hasher is not None:
+            self._hasher.stop()
+            self._hasher = None
     def _grow(self, need: int) -> None:
         more = max(RESERVE_STEP, need - self._reserved)
         if BUDGET.take(more):
@@ -116,7 +185,7 @@ class StagingWriter(io.BufferedWriter):
         fd = self.raw.fileno()
         at = os.lseek(fd, 0, os.SEEK_CUR)
         end = os.fstat(fd).st_size
-        disk = os.open(self.local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        disk = os.open(self.local, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             sent = 0
             while sent < end:
@@ -137,24 +206,30 @@ class StagingWriter(io.BufferedWriter):
     def finish(self, name: str) -> StagedPath:
         """Close the file; its path, carrying the ``LocalFile`` the commit uploads."""
         self.flush()
-        size = os.fstat(self.raw.fileno()).st_size
+        fd = self.raw.fileno()
+        size = os.fstat(fd).st_size
+        digest = None
+        if self._hasher is not None:
+            digest = self._hasher.finish(size) if size == self._size else None
+            self._hasher.stop()
+            self._hasher = None
         data: memoryview | None = None
         if self.in_memory:
             data = memoryview(b"")
             if size:
-                mapped = mmap.mmap(self.raw.fileno(), size, prot=mmap.PROT_READ)
+                mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
                 weakref.finalize(mapped, BUDGET.give, self._reserved)
                 self._reserved = 0
                 data = memoryview(mapped)
+        if digest is None:  # small, or written out of order: hash it whole, once
+            if data is not None:
+                digest = hashlib.sha256(data).hexdigest()
+            else:
+                os.lseek(fd, 0, os.SEEK_SET)
+                with open(fd, "rb", closefd=False) as f:
+                    digest = hashlib.file_digest(f, "sha256").hexdigest()
         super().close()
         self._release()
-        if self._sha is not None and size == self._size:
-            digest = self._sha.hexdigest()
-        elif data is not None:
-            digest = hashlib.sha256(data).hexdigest()
-        else:
-            with open(self.local, "rb") as f:
-                digest = hashlib.file_digest(f, "sha256").hexdigest()
         path = StagedPath(self.local)
         path.staged = LocalFile(name, size, digest, path=None if data is not None else path,
                                 data=data)
@@ -162,6 +237,9 @@ class StagingWriter(io.BufferedWriter):
 
     def drop(self) -> None:
         """Forget the bytes (memory or disk)."""
+        if self._hasher is not None:
+            self._hasher.stop()
+            self._hasher = None
         if not self.closed:
             super().close()
         self._release()
