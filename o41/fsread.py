@@ -20,12 +20,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from fsspec.spec import AbstractBufferedFile
 
 from .errors import IntegrityError, TransportError
-from .memread import check_sha256, fill
+from .memread import check_sha256, fill, shared_pool
 from .models import FileEntry, Version
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 CACHE_BYTES = 64 * 1024 * 1024     # edge blocks kept once hashed
 PENDING_BYTES = 256 * 1024 * 1024  # blocks kept only because the hash has not reached them
+AHEAD = 2  # blocks asked for past a read that moved forward
 
 
 class ReadFile(AbstractBufferedFile):
@@ -50,6 +52,8 @@ class ReadFile(AbstractBufferedFile):
         self._hashed = 0  # bytes [0, _hashed) are in the running sha256
         self._bad: IntegrityError | None = None
         self._mutex = threading.Lock()
+        self._ahead: dict[int, Future[memoryview]] = {}  # blocks asked for ahead of reads
+        self._far = 0  # the furthest byte read so far: reads moving past it read ahead
 
     # -- the file interface -------------------------------------------------------------
 
@@ -78,6 +82,9 @@ class ReadFile(AbstractBufferedFile):
 
     def close(self) -> None:
         super().close()
+        for ahead in self._ahead.values():
+            ahead.cancel()
+        self._ahead.clear()
         self._blocks.clear()
         self._held = 0
 
@@ -107,29 +114,36 @@ class ReadFile(AbstractBufferedFile):
     def _fill_locked(self, pos: int, view: memoryview) -> None:
         size, bs = self.size, self.blocksize
         end = pos + len(view)
+        first, last = pos // bs, (end - 1) // bs
+        fresh: dict[int, memoryview] = {}          # blocks new to the cache: landed, fetched
+        for index in range(first, last + 1):
+            ahead = self._ahead.pop(index, None)
+            if ahead is not None:
+                try:
+                    fresh[index] = ahead.result()
+                except Exception:  # asked again below, with retries and re-signing
+                    pass
         fetch: list[tuple[int, memoryview]] = []
-        kept: list[tuple[int, memoryview]] = []    # edge blocks, to copy from and keep
         direct: dict[int, memoryview] = {}         # whole blocks received into ``view``
         run: tuple[int, int] | None = None         # adjacent direct blocks: one GET
-        for index in range(pos // bs, (end - 1) // bs + 1):
+        for index in range(first, last + 1):
             lo, hi = index * bs, min(size, (index + 1) * bs)
-            if pos <= lo and hi <= end and index not in self._blocks:
+            held = index in fresh or index in self._blocks
+            if pos <= lo and hi <= end and not held:
                 direct[index] = view[lo - pos:hi - pos]
                 run = (run[0] if run else lo, hi)
                 continue
             if run:
                 fetch.append((run[0], view[run[0] - pos:run[1] - pos]))
                 run = None
-            if index not in self._blocks:
-                block = memoryview(bytearray(hi - lo))
-                kept.append((index, block))
-                fetch.append((lo, block))
+            if not held:  # an edge block: kept, the next read likely looks here
+                fresh[index] = memoryview(bytearray(hi - lo))
+                fetch.append((lo, fresh[index]))
         if run:
             fetch.append((run[0], view[run[0] - pos:run[1] - pos]))
         if fetch:
             self._get(fetch)
-        fresh = dict(kept)
-        for index in range(pos // bs, (end - 1) // bs + 1):
+        for index in range(first, last + 1):
             lo = index * bs
             block = fresh.get(index)
             if block is None and index in self._blocks:
@@ -138,9 +152,29 @@ class ReadFile(AbstractBufferedFile):
             if block is not None:  # copied before any block is let go to make room
                 a, b = max(pos, lo), min(end, lo + len(block))
                 view[a - pos:b - pos] = block[a - lo:b - lo]
-        for index, block in kept:
+        for index, block in fresh.items():
             self._keep(index, block)
         self._advance_hash(direct)
+        if end > self._far:
+            self._far = end
+            self._read_ahead(last + 1)
+
+    def _read_ahead(self, start: int) -> None:
+        """Ask for the next ``AHEAD`` blocks while the caller works on this read's bytes
+        (torch deserializes a record while the next one arrives). A reader that stops
+        here has been sent at most ``AHEAD`` blocks it did not read."""
+        pool = shared_pool()
+        for index in range(start, start + AHEAD):
+            if index * self.blocksize >= self.size:
+                break
+            if index not in self._blocks and index not in self._ahead:
+                self._ahead[index] = pool.submit(self._fetch_block, index)
+
+    def _fetch_block(self, index: int) -> memoryview:
+        lo = index * self.blocksize
+        block = memoryview(bytearray(min(self.size, lo + self.blocksize) - lo))
+        fill(self.entry, [(lo, block)], workers=1)
+        return block
 
     def _get(self, segments: list[tuple[int, memoryview]]) -> None:
         try:

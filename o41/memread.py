@@ -32,7 +32,7 @@ _conns = Connections()
 _pool_lock = threading.Lock()
 
 
-def _shared_pool() -> ThreadPoolExecutor:
+def shared_pool() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
@@ -66,7 +66,7 @@ def fill(entry: FileEntry, segments: list[tuple[int, memoryview]], *,
         for a, b, view in parts:
             _receive(entry, conns, a, b, view)
         return
-    pool = _shared_pool()
+    pool = shared_pool()
     futures: list[Future[None]] = [pool.submit(_receive, entry, conns, a, b, view)
                                    for a, b, view in parts[1:]]
     errors: list[BaseException] = []
@@ -135,4 +135,4 @@ def _receive(entry: FileEntry, conns: Connections, a: int, b: int, into: memoryv
             time.sleep(0.05 * failures)
 
 
-__all__ = ["MIN_PART", "check_sha256", "fill", "read_range"]
+__all__ = ["MIN_PART", "check_sha256", "fill", "read_range", "shared_pool"]
