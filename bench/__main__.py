@@ -125,10 +125,13 @@ def run_dcp(plan: Plan, work: Path, rows: list[Row], log) -> None:
                                   r.best(op, theirs), "MB/s", f"local {label}", ">=", 0.5))
     worst = max(r.read_ratios)
     rows.append(limit_row(f"{what.format('load')} o41://, bytes read", worst, "x", "<=", 1.02))
+    cpu = "; ".join(f"{op} " + ", ".join(f"{way} {r.cpu.get((op, way), 0):.2f}" for way in
+                                         ("local-1", "o41-1", "local-4", "o41-4"))
+                    for op in ("save", "load"))
     rows[-1].note = (f"bytes the emulator served per load (usage/read) over the checkpoint's "
                      f"bytes, worst of {len(r.read_ratios)} loads; save and load figures are "
                      f"best of {plan.dcp_rounds} interleaved turns, client and emulator on "
-                     "the same cores")
+                     f"the same cores; least CPU seconds (client and emulator): {cpu}")
 
 
 def run_control(plan: Plan, work: Path, rows: list[Row], log) -> None:

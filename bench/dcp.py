@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .restore import _cpu_self, _cpu_tree
 from .servers import KEY, Emulator
 
 MB = 1e6
@@ -33,14 +34,21 @@ class DcpRates:
 
     rates: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     read_ratios: list[float] = field(default_factory=list)
+    cpu: dict[tuple[str, str], float] = field(default_factory=dict)
+    server: list[int] = field(default_factory=list)
 
     def best(self, op: str, way: str) -> float:
         return max(self.rates.get((op, way), []), default=0.0)
 
     def timed(self, op: str, way: str, nbytes: int, fn: Callable[[], Any]) -> None:
+        """Run ``fn`` once: its MB/s, and the least CPU seconds it and the emulator took
+        (on shared cores the wall clock moves with the load from elsewhere, CPU much less)."""
+        cpu0 = _cpu_self() + sum(map(_cpu_tree, self.server))
         t0 = time.perf_counter()
         fn()
         self.rates.setdefault((op, way), []).append(nbytes / (time.perf_counter() - t0) / MB)
+        cpu = _cpu_self() + sum(map(_cpu_tree, self.server)) - cpu0
+        self.cpu[(op, way)] = min(self.cpu.get((op, way), cpu), cpu)
 
 
 def available() -> bool:
@@ -99,6 +107,7 @@ def measure(work: Path, total: int, rounds: int, log) -> DcpRates:
     nbytes = sum(v.numel() * v.element_size() for v in state.values())
     out = DcpRates()
     emu = Emulator(work / "data-dcp", work, name="emulator-dcp")
+    out.server = [emu.pid]  # counted for the local ways too: it idles then
     saved_env = {k: os.environ.get(k) for k in ("O41_ARTIFACTS_API_URL",
                                                 "O41_ARTIFACTS_API_KEY", "O41_PLACE")}
     os.environ.update(O41_ARTIFACTS_API_URL=emu.api, O41_ARTIFACTS_API_KEY=KEY,

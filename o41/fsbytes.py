@@ -142,6 +142,7 @@ class StagingWriter(io.BufferedWriter):
         self._size = 0  # bytes written so far (the end, while nobody seeks back)
         self._in_order = True  # False once a seek may have overwritten written bytes
         self._hasher: _Hasher | None = None
+        self._told = 0  # bytes written when the hasher was last told how far to go
 
     # -- writing ------------------------------------------------------------------------
 
@@ -151,9 +152,10 @@ class StagingWriter(io.BufferedWriter):
             self._grow(self._size + n)
         written = super().write(b)
         self._size += written
-        if self._in_order and self._size >= HASH_STEP:
+        if self._in_order and self._size - self._told >= HASH_STEP:  # wake it rarely
             if self._hasher is None:
                 self._hasher = _Hasher(self.raw.fileno())
+            self._told = self._size
             self._hasher.advance(os.lseek(self.raw.fileno(), 0, os.SEEK_CUR))
         return written
 
