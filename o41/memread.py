@@ -10,6 +10,7 @@ part of one cannot be.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import threading
 import time
@@ -30,6 +31,7 @@ POOL_NAME = "o41-read"
 _pool: ThreadPoolExecutor | None = None
 _conns = Connections()
 _pool_lock = threading.Lock()
+atexit.register(_conns.close)  # keep-alive connections end with the process, quietly
 
 
 def shared_pool() -> ThreadPoolExecutor:
