@@ -10,7 +10,8 @@ read, where the next read will likely look) is kept, up to ``CACHE_BYTES``, leas
 recently used first out. A load that reads every byte of a file once fetches each byte
 once.
 
-The sha256 of the file is computed as blocks arrive, in order (a block that arrives early
+The sha256 of the file is computed as blocks arrive, in order, on a helper thread while the
+reader's caller works on the bytes (a block that arrives early
 is held until the hash reaches it, up to ``PENDING_BYTES``); once it has covered the file,
 a mismatch raises ``IntegrityError`` from that read and from every later one.
 """
@@ -18,6 +19,7 @@ a mismatch raises ``IntegrityError`` from that read and from every later one.
 from __future__ import annotations
 
 import hashlib
+import queue
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
@@ -48,7 +50,7 @@ class ReadFile(AbstractBufferedFile):
         super().__init__(fs, path, mode="rb", size=entry.size, **kwargs)
         self._blocks: OrderedDict[int, memoryview] = OrderedDict()
         self._held = 0
-        self._sha: Any = hashlib.sha256() if entry.sha256 else None
+        self._sha: _BackgroundHash | None = _BackgroundHash() if entry.sha256 else None
         self._hashed = 0  # bytes [0, _hashed) are in the running sha256
         self._bad: IntegrityError | None = None
         self._mutex = threading.Lock()
@@ -82,6 +84,8 @@ class ReadFile(AbstractBufferedFile):
 
     def close(self) -> None:
         super().close()
+        if self._sha is not None:
+            self._sha.stop()
         for ahead in self._ahead.values():
             ahead.cancel()
         self._ahead.clear()
@@ -199,7 +203,8 @@ class ReadFile(AbstractBufferedFile):
             if old != index and self._hashed_past(old):
                 over -= len(self._blocks[old])
                 self._drop(old)
-        if self._held > PENDING_BYTES + CACHE_BYTES:
+        if self._held > PENDING_BYTES + CACHE_BYTES and self._sha is not None:
+            self._sha.stop()
             self._sha = None
             while self._held > CACHE_BYTES and len(self._blocks) > 1:
                 self._drop(next(iter(self._blocks)))
@@ -223,7 +228,8 @@ class ReadFile(AbstractBufferedFile):
                 block = self._blocks.get(index)
             if block is None:
                 break
-            self._sha.update(block)
+            # a block of the caller's buffer is copied: the caller may change it once back
+            self._sha.update(bytes(block) if index in direct else block)
             self._hashed += len(block)
         for index, block in direct.items():  # received early: held until the hash is here
             if index * bs >= self._hashed:
@@ -234,6 +240,37 @@ class ReadFile(AbstractBufferedFile):
                 check_sha256(self.entry, digest, self.size)
             except IntegrityError as exc:
                 self._bad = exc
+
+
+class _BackgroundHash:
+    """A sha256 updated on its own thread, in the order blocks are given, so the reader's
+    thread goes back to its caller (torch deserializing) while the hash catches up."""
+
+    def __init__(self) -> None:
+        self.sha = hashlib.sha256()
+        self.queue: queue.SimpleQueue[memoryview | bytes | None] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    def update(self, data: memoryview | bytes) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="o41-read-sha256",
+                                           daemon=True)
+            self.thread.start()
+        self.queue.put(data)
+
+    def hexdigest(self) -> str:
+        """The digest of everything given, once hashed."""
+        self.stop()
+        if self.thread is not None:
+            self.thread.join()
+        return self.sha.hexdigest()
+
+    def stop(self) -> None:
+        self.queue.put(None)
+
+    def _run(self) -> None:
+        while (data := self.queue.get()) is not None:
+            self.sha.update(data)
 
 
 __all__ = ["CACHE_BYTES", "PENDING_BYTES", "ReadFile"]
