@@ -15,4 +15,8 @@ EXPOSE 8041
 VOLUME ["/data"]
 HEALTHCHECK --interval=5s --timeout=2s --start-period=5s --retries=3 \
   CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8041/_emulator/health', timeout=2)"
-ENTRYPOINT ["o41-emulator", "serve", "--host", "0.0.0.0", "--port", "8041", "--data-dir", "/data"]
+# 0.0.0.0 is the only way to be reached through a published port, and the image cannot know
+# who reaches that port: it accepts the risk of open admin endpoints explicitly. Publish on
+# loopback (`-p 127.0.0.1:8041:8041`, as docker-compose.yml does) or set
+# O41_EMULATOR_SERVE_ADMIN_KEY (docs/emulator.md, "Browsers and the network").
+ENTRYPOINT ["o41-emulator", "serve", "--host", "0.0.0.0", "--port", "8041", "--data-dir", "/data", "--allow-unauthenticated-admin"]

@@ -3,7 +3,15 @@
 How they run, and how a block is marked to skip, is in ``tests/doc_examples.py``.
 """
 
+import os
+
 from tests.doc_examples import doc_env, docs_emulator, sybil
+
+# In this pytest process a fenced o41 filesystem raises o41.Fenced instead of ending the
+# process (its default, for trainers), and runs are not watched in the background; tests of
+# those defaults run trainers as subprocesses, whose environment leaves these out.
+os.environ.setdefault("O41_ON_FENCED", "raise")
+os.environ.setdefault("O41_FENCE_CHECK", "0")
 
 __all__ = ["doc_env", "docs_emulator"]
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import control, dataplane, dcp, restore, scale, startup
+from . import control, dataplane, dcp, restore, scale, soak, startup
 from .report import Row, limit_row, markdown_table, missing_row, ratio_row, text_table
 from .servers import REPO, Emulator, Moto
 
@@ -227,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-docs", action="store_true",
                     help=f"replace the results block of docs/performance.md ({BEGIN})")
     ap.add_argument("--workdir", type=Path, help="keep logs and data here (default: temporary)")
+    ap.add_argument("--soak", type=float, metavar="SECONDS",
+                    help="instead of the table: the memory soak, a mixed load (raw writers, "
+                    "fsspec writers, readers) for SECONDS, with RSS at start, middle and end")
+    ap.add_argument("--soak-max-kib", type=int, default=256, metavar="KIB",
+                    help="the soak's largest file, in KiB (files are 16 KiB to this)")
     args = ap.parse_args(argv)
     plan = QUICK if args.quick else FULL
     command = "python -m bench" + "".join(f" {shlex.quote(a)}" for a in (argv or sys.argv[1:]))
@@ -234,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
+    if args.soak is not None:
+        return run_soak(args.soak, args.soak_max_kib << 10, args.workdir, command, log)
     rows: list[Row] = []
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="o41-bench-", dir=_memory_dir(plan)) as tmp:
@@ -253,6 +260,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_docs:
         write_docs(header, markdown_table(rows))
     return 0 if all(r.holds is not False for r in rows) else GOAL_MISSED
+
+
+def run_soak(seconds: float, largest: int, workdir: Path | None, command: str, log) -> int:
+    """The memory soak on its own: minutes long, so never part of the table's run."""
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="o41-soak-") as tmp:
+        work = workdir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        result = soak.run(work, seconds, sizes=(16 << 10, largest), log=log)
+    print(f"command: {command}\nmachine: {machine()}\n"
+          f"load average (1 min): {load_before:.2f} before, {os.getloadavg()[0]:.2f} after\n\n"
+          + soak.render(result))
+    return 0 if result.growth <= 1.2 and not result.errors else GOAL_MISSED
 
 
 def write_docs(header: str, table: str) -> None:

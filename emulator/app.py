@@ -12,6 +12,7 @@ from flask import Flask, Response, g, request
 from .backend import Backend
 from .config import Settings, settings_from
 from .errors import Unavailable
+from .origins import Guard
 from .upkeep import prepare_storage
 from .web import admin, api, api_document, dashboard, dataplane, error_bodies
 
@@ -77,6 +78,14 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(api_document.bp)
     error_bodies.register(app)
+    guard = Guard(settings.allowed_hosts, settings.allowed_origins, settings.public_url)
+
+    @app.before_request
+    def _refuse_what_a_browser_did_not_mean() -> None:
+        # First of all: a foreign Host (DNS rebinding) or another site's page changing state.
+        guard.check_host(request.host)
+        guard.check_origin(request.method, request.path, request.scheme, request.host,
+                           request.headers.get("Origin"), request.headers.get("Sec-Fetch-Site"))
 
     @app.before_request
     def _chaos_then_authenticate() -> None:

@@ -9,13 +9,17 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from .config import DEFAULT_KEY, SETTINGS, Settings, load_toml
+from .config import DEFAULT_KEY, SETTINGS, SettingRow, Settings, check_value, load_toml
 from .faults import FAULTS
+from .origins import host_name, is_loopback
 
 
 class _Commands(click.Group):
@@ -34,17 +38,37 @@ class _Commands(click.Group):
         return super().get_command(ctx, name)
 
 
+def _checked(row: SettingRow) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A callback checking an option's value against its row's range, naming the variable
+    when the value came from the environment rather than the command line."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return None
+        flag = f"--{row.name.replace('_', '-')}"
+        hint = flag
+        if ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT:
+            hint = f"{ctx.auto_envvar_prefix}_{row.name.upper()} ({flag})"
+        try:
+            return check_value(row, value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx, param, param_hint=hint) from None
+
+    return check
+
+
 def setting_options(command: click.Command) -> click.Command:
     """`serve`'s options for the settings the table (`config.SETTINGS`) marks `cli`, with its
-    help; each also reads O41_EMULATOR_SERVE_<NAME>. One left unset keeps the config file's."""
+    help; each also reads O41_EMULATOR_SERVE_<NAME>. One left unset keeps the config file's.
+    Each value is checked against the row's range (click only parses its type)."""
     for row in reversed([r for r in SETTINGS.values() if r.cli]):
         kind: click.ParamType = (click.Choice(row.choices) if row.choices
-                                 else click.IntRange(row.minimum) if row.type is int
-                                 else click.FloatRange(row.minimum, min_open=row.min_open)
-                                 if row.type is float
+                                 else click.INT if row.type is int
+                                 else click.FLOAT if row.type is float
                                  else click.STRING)
-        default = f" (default {row.default})" if row.default is not None else ""
+        default = f" (default {row.default})" if row.default not in (None, ()) else ""
         command = click.option(f"--{row.name.replace('_', '-')}", row.name, type=kind,
+                               callback=_checked(row),
                                help=f"{row.help[0].upper()}{row.help[1:]}{default}.")(command)
     return command
 
@@ -127,7 +151,15 @@ def main() -> None:
     show_default=True,
     type=click.IntRange(1, 256),
     help="Threads per worker process: each request in progress holds one, so many keep "
-    "slow clients from starving the rest.",
+    "slow clients from starving the rest. A stalled upload holds its thread until "
+    "--read-timeout drops it: with --workers 1 --threads 2, two stalled PUT bodies keep "
+    "even health waiting that long.",
+)
+@click.option(
+    "--allow-unauthenticated-admin",
+    is_flag=True,
+    help="Serve beyond loopback without --admin-key anyway: anyone who can reach the port "
+    "can then reset the emulator, add keys and set chaos rules.",
 )
 @click.option("--quiet", is_flag=True, help="No per-call log lines.")
 def serve(
@@ -138,6 +170,7 @@ def serve(
     faults: tuple[str, ...],
     workers: int,
     threads: int,
+    allow_unauthenticated_admin: bool,
     quiet: bool,
     **overrides: object,
 ) -> None:
@@ -154,6 +187,8 @@ def serve(
         settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         if faults:
             settings = replace(settings, faults=settings.faults | frozenset(faults))
+        settings = exposure(host, settings, allow_unauthenticated_admin)
+        exposed = not is_loopback(host_name(host))
         try:
             prepared = Backend(settings)
             prepare_storage(prepared)
@@ -168,10 +203,10 @@ def serve(
         for name in sorted(settings.faults):
             rule, what = FAULTS[name]
             click.secho(f"!!! FAULT {name} is ON: breaks {rule}: {what}", fg="red", err=True)
-        if not _loopback(host) and not settings.admin_key:
+        if exposed and not settings.admin_key:
             click.secho(
-                f"!!! listening on {host} without --admin-key: anyone who can reach it can "
-                "reset it and add keys",
+                f"!!! listening on {host} without --admin-key (--allow-unauthenticated-admin):"
+                " anyone who can reach it can reset it, add keys and set chaos rules",
                 fg="red",
                 err=True,
             )
@@ -191,14 +226,25 @@ def serve(
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _loopback(host: str) -> bool:
-    """Whether `host` is reachable only from this machine."""
-    if host == "localhost":
-        return True
+def exposure(host: str, settings: Settings, open_admin: bool) -> Settings:
+    """The settings for listening on `host`: beyond loopback, only with an admin key or
+    `--allow-unauthenticated-admin` (else one line saying so), and with the address it
+    listens on admitted as a Host (requests to a specific address name it)."""
+    name = host_name(host)
+    if is_loopback(name):
+        return settings
+    if not settings.admin_key and not open_admin:
+        raise click.ClickException(
+            f"--host {host} reaches beyond this machine, and without an admin key anyone "
+            "there could reset the emulator: set --admin-key (or "
+            "O41_EMULATOR_SERVE_ADMIN_KEY), or pass --allow-unauthenticated-admin to "
+            "accept that")
     try:
-        return ipaddress.ip_address(host).is_loopback
+        if ipaddress.ip_address(name).is_unspecified:  # 0.0.0.0 or ::, no one address
+            return settings
     except ValueError:
-        return False
+        pass
+    return replace(settings, allowed_hosts=(*settings.allowed_hosts, name))
 
 
 def _bind_failure(host: str, port: int, exc: OSError) -> str:

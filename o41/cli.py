@@ -128,6 +128,25 @@ def cp_command(source: str, dest: str, workers: int, progress: bool | None) -> N
                f"files, {_size(version.size)}) at {version.location_name}")
 
 
+@cli.command("run", context_settings={"ignore_unknown_options": True})
+@click.argument("location")
+@click.option("--resume", default="latest", show_default=True,
+              help='"latest", "fresh", or o41://P/N/step-XXXXXXXX to fork from.')
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run_command(location: str, resume: str, command: tuple[str, ...]) -> None:
+    """Open LOCATION (fencing the previous box), then run COMMAND holding the open.
+
+    The trainer's o41:// filesystem uses the open (no second one); when a newer launch fences
+    this one, COMMAND is stopped and the exit code is 8. Example:
+    o41 run o41://experiments/run-1234 -- python train.py
+    """
+    from .launch import launch
+
+    if not command:
+        raise click.UsageError("no COMMAND to run after the location (o41 run LOCATION -- CMD)")
+    sys.exit(launch(location, None if resume == "fresh" else resume, command))
+
+
 @cli.command("usage")
 @click.argument("location", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON instead of tables.")

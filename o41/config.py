@@ -25,6 +25,7 @@ ENV_PLACE = "O41_PLACE"
 ENV_CLUSTER_INFO = "SKYPILOT_CLUSTER_INFO"
 ENV_TASK_ID = "SKYPILOT_TASK_ID"
 ENV_NODE_RANK = "SKYPILOT_NODE_RANK"
+ENV_HOLDER = "O41_HOLDER"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -92,12 +93,17 @@ def place_from_env(env: Mapping[str, str] | None = None) -> Place | None:
 
 
 def holder_from_env(env: Mapping[str, str] | None = None) -> str:
-    """Holder id: ``<task id>/rank-<rank>`` under SkyPilot, else ``<host>:<pid>``.
+    """Holder id: ``O41_HOLDER``, else ``<task id>/rank-<rank>`` under SkyPilot, else
+    ``<host>:<pid>``. (``o41 run`` sets ``O41_HOLDER`` for its trainer: one launch, one
+    holder.)
 
     When ``SKYPILOT_CLUSTER_INFO`` names the cluster, ``@<cluster>`` follows, so boxes of one
     task on different clusters are told apart; ``same_task`` still sees them as one task.
     """
     env = os.environ if env is None else env
+    given = env.get(ENV_HOLDER, "").strip()
+    if given:
+        return given
     task = env.get(ENV_TASK_ID, "").strip()
     if task:
         rank = env.get(ENV_NODE_RANK, "").strip()

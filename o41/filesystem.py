@@ -1,26 +1,28 @@
 """``o41://`` as an fsspec filesystem: the only change a trainer makes is the location string.
 
 Registered through the ``fsspec.specs`` entry point, so ``fsspec.open("o41://...")`` and
-every library that takes an fsspec URL find it. Paths::
-
-    o41://P/N                         the artifact: lists its versions
-    o41://P/N/step-00000100/<file>    a file of a committed version
-    o41://P/N/latest/<file>           the same of the latest committed version
+every library that takes an fsspec URL find it. Paths are told in ``o41.fspaths``.
 
 Configured like the client, from the environment (``O41_ARTIFACTS_API_URL``,
 ``O41_ARTIFACTS_API_KEY``, ``SKYPILOT_CLUSTER_INFO`` or ``O41_PLACE``), or by storage options
-``api_url``, ``api_key``, ``place``. Writing opens the artifact once per filesystem instance
-(``resume="latest"`` by default; ``resume=None`` for fresh, or ``"o41://P/N/step-…"`` to
-fork); reading never opens, so a reader never fences a trainer. How writes commit: see
-``o41.fsstage``.
+``api_url``, ``api_key``, ``place``. Who opens, and when (``mode``): a reader never opens, so
+it never fences a trainer; a writing process opens once (``o41.fsrun``), at its first write,
+at the start of a Lightning ``fit``, or before it starts under ``o41 run``. How writes
+commit: ``o41.fsstage`` and ``o41.fswrite``.
+
+``latest`` is resolved once and then held by the instance, so a load that opens several
+files (DCP's ``.metadata`` then its shards) never mixes two versions. It is resolved anew
+when a commit marker (``.metadata``) is opened through ``latest``, when ``ls`` lists the
+artifact, after this process commits, and on ``invalidate_cache()``: fsspec's convention
+for a reader that polls for new checkpoints.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
-import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,26 +30,21 @@ from typing import Any
 from fsspec.spec import AbstractFileSystem
 from fsspec.utils import isfilelike
 
+from . import fsrun
 from .api import ApiClient
-from .checkpoint import Run
 from .config import Place, Settings
 from .errors import ConfigError, NotFound, TransportError
+from .fspaths import O41Path, parse, step_in_name
 from .fsread import ReadFile
-from .fsstage import (
-    DEFAULT_MARKERS,
-    Staging,
-    StepKey,
-    StepTransaction,
-    WriteFile,
-    warn_uncommitted,
-)
+from .fsstage import DEFAULT_MARKERS, DEFAULT_PARTS, StepTransaction, is_marker, shared_staging
 from .fswrite import StepWriter
-from .location import VERSION_RE, Location
 from .memread import read_range
 from .models import FileEntry, Version
 from .transfer import WORKERS, download
 
 SIGNED_FOR = 60.0  # at most this many seconds a signed listing is reused
+MODES = ("auto", "write", "read")
+ENV_MODE = "O41_MODE"
 
 
 class O41FileSystem(StepWriter, AbstractFileSystem):
@@ -61,8 +58,10 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
     def __init__(self, api_url: str | None = None, api_key: str | None = None,
                  place: str | None = None, resume: str | None = "latest",
                  markers: tuple[str, ...] | list[str] = DEFAULT_MARKERS,
+                 parts: tuple[str, ...] | list[str] = DEFAULT_PARTS,
                  workers: int = WORKERS, staging_dir: str | None = None,
-                 holder: str | None = None, **kwargs: Any) -> None:
+                 holder: str | None = None, mode: str | None = None,
+                 on_fenced: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         env = dict(os.environ)
         env.update({k: v for k, v in (("O41_ARTIFACTS_API_URL", api_url),
@@ -73,43 +72,39 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         self.holder = holder or settings.holder
         self.resume = None if resume in (None, "fresh") else resume
         self.markers = tuple(markers)
+        self.parts = tuple(parts)
         self.workers = workers
+        self.mode = _mode(mode)
+        self.on_fenced = fsrun.on_fenced_policy(on_fenced)
         self.api = ApiClient.from_settings(settings)
-        self._runs: dict[str, Run] = {}
-        self._signed_cache: dict[StepKey, tuple[float, Version]] = {}
+        self._signed_cache: dict[tuple[str, str], tuple[float, Version]] = {}
+        self._latest: dict[str, str] = {}  # artifact -> the version ``latest`` means here
         self._lock = threading.RLock()
         self._local = threading.local()
-        self._staging = Staging(staging_dir)
-        weakref.finalize(self, warn_uncommitted, self._staging)
+        self._staging = shared_staging(self.api.api_url, self.holder, staging_dir)
+        _mend_lightning()
 
     # -- paths ------------------------------------------------------------------------------
 
-    def _split(self, path: str) -> tuple[str, str | None, str]:
-        """``(artifact, version or None, name within the version)``; bad shapes raise."""
-        parts = [p for p in self._strip_protocol(path).split("/") if p]
-        if len(parts) < 2:
-            raise FileNotFoundError(f"o41://{'/'.join(parts)}: not an artifact "
-                                    "(o41://project/name)")
-        artifact = Location.parse(f"o41://{parts[0]}/{parts[1]}").artifact
-        if len(parts) == 2:
-            return artifact, None, ""
-        version = parts[2]
-        if version != "latest" and not VERSION_RE.match(version):
-            raise FileNotFoundError(f"o41://{'/'.join(parts)}: {version!r} is not 'latest' "
-                                    "or a version step- and 8 digits")
-        return artifact, version, "/".join(parts[3:])
-
-    def _write_target(self, path: str) -> tuple[StepKey, str]:
-        artifact, version, name = self._split(path)
-        if version is None or version == "latest" or not name:
-            raise ConfigError(f"{path}: files are written into a version, "
-                              "o41://project/name/step-XXXXXXXX/<file>")
-        return (artifact, version), name
+    def _split(self, path: str) -> O41Path:
+        """The parsed path; under ``mode="write"`` the first touch of an artifact opens it."""
+        found = parse(self._strip_protocol(path))
+        if self.mode == "write":
+            self.run(found.artifact)
+        return found
 
     # -- reading ----------------------------------------------------------------------------
 
+    def _latest_name(self, artifact: str) -> str:
+        with self._lock:
+            name = self._latest.get(artifact)
+        return name or self._signed(artifact, "latest").version
+
     def _signed(self, artifact: str, version: str, fresh: bool = False) -> Version:
-        """The version with signed URLs; ``latest`` is resolved anew on every call."""
+        """The version with signed URLs; ``latest`` as this instance holds it."""
+        if version == "latest":
+            with self._lock:
+                version = self._latest.get(artifact, "latest")
         key = (artifact, version)
         now = time.monotonic()
         if version != "latest" and not fresh:
@@ -124,51 +119,108 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         found = Version.from_json(data)
         with self._lock:
             self._signed_cache[(artifact, found.version)] = (now + _reuse_for(found), found)
+            if version == "latest":
+                self._latest[artifact] = found.version
         return found
 
+    def hold_latest(self, artifact: str, version: str | None) -> None:
+        """Make ``latest`` mean ``version`` here (after a commit, a listing, a marker)."""
+        with self._lock:
+            if version is None:
+                self._latest.pop(artifact, None)
+            else:
+                self._latest[artifact] = version
+
+    def invalidate_cache(self, path: str | None = None) -> None:
+        """Forget what ``latest`` meant (for ``path``'s artifact, or all): the next read of
+        ``latest`` asks the service again. A reader polling for checkpoints calls this."""
+        with self._lock:
+            if path is None:
+                self._latest.clear()
+                self._signed_cache.clear()
+                return
+        try:
+            artifact = parse(self._strip_protocol(path)).artifact
+        except FileNotFoundError:
+            return
+        self.hold_latest(artifact, None)
+
+    def _top_version(self, path: O41Path) -> Version:
+        """The version holding a file at the top: the step in its name, else the latest
+        version that has it (``last.ckpt``), searching older ones last."""
+        step = step_in_name(path.name)
+        if step is not None:
+            return self._signed(path.artifact, f"step-{step:08d}")
+        latest = self._signed(path.artifact, "latest")
+        if any(e.name == path.name for e in latest.files):
+            return latest
+        try:
+            names = [v["version"] for v in self.api.list_versions(path.artifact)]
+        except NotFound:
+            raise FileNotFoundError(path.url) from None
+        for name in reversed(names):
+            found = self._signed(path.artifact, name)
+            if any(e.name == path.name for e in found.files):
+                return found
+        raise FileNotFoundError(f"{path.url}: no version has a file {path.name!r}")
+
+    def _version_of(self, path: O41Path) -> Version:
+        if path.at_top:
+            if "/" in path.name:
+                raise FileNotFoundError(f"{path.url}: not a path of an o41 artifact")
+            return self._top_version(path)
+        return self._signed(path.artifact, path.version or "latest")
+
     def _entry(self, path: str) -> tuple[Version, FileEntry]:
-        artifact, version, name = self._split(path)
-        if version is None or not name:
+        where = self._split(path)
+        if where.version is None and not where.name or not where.name:
             raise IsADirectoryError(path)
-        found = self._signed(artifact, version)
+        if where.version == "latest" and is_marker(where.name, self.markers):
+            self.hold_latest(where.artifact, None)  # a new load begins: see the newest
+        found = self._version_of(where)
         for entry in found.files:
-            if entry.name == name:
+            if entry.name == where.name:
                 return found, entry
-        if any(e.name.startswith(name + "/") for e in found.files):
+        if any(e.name.startswith(where.name + "/") for e in found.files):
             raise IsADirectoryError(path)
         raise FileNotFoundError(f"{path}: no such file in {found.version}")
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
-        artifact, version, name = self._split(path)
+        where = self._split(path)
         base = self._strip_protocol(path).rstrip("/")
-        if version is None:
+        if where.version is None and not where.name:
             try:
-                versions = self.api.list_versions(artifact)
+                versions = self.api.list_versions(where.artifact)
             except NotFound:
                 raise FileNotFoundError(path) from None
+            self.hold_latest(where.artifact, versions[-1]["version"] if versions else None)
             out: list[dict[str, Any]] = [
-                {"name": f"{artifact}/{v['version']}", "type": "directory",
+                {"name": f"{where.artifact}/{v['version']}", "type": "directory",
                  "size": int(v.get("size") or 0), "step": v.get("step"),
                  "created_at": v.get("created_at"), "epoch": v.get("epoch")}
                 for v in versions]
-        else:
-            found = self._signed(artifact, version)
-            prefix = f"{name}/" if name else ""
-            out, dirs = [], set()
-            for e in found.files:
-                if not e.name.startswith(prefix):
-                    if e.name == name:
-                        return [self._file_info(base, e)] if detail else [base]
-                    continue
-                head, sep, _ = e.name[len(prefix):].partition("/")
-                if sep:
-                    dirs.add(head)
-                else:
-                    out.append(self._file_info(f"{base}/{head}", e))
-            out += [{"name": f"{base}/{d}", "type": "directory", "size": 0}
-                    for d in sorted(dirs)]
-            if not out and name:
+            return out if detail else [o["name"] for o in out]
+        found = self._version_of(where)
+        if where.at_top:
+            entry = next((e for e in found.files if e.name == where.name), None)
+            if entry is None:
                 raise FileNotFoundError(path)
+            return [self._file_info(base, entry)] if detail else [base]
+        prefix = f"{where.name}/" if where.name else ""
+        out, dirs = [], set()
+        for e in found.files:
+            if not e.name.startswith(prefix):
+                if e.name == where.name:
+                    return [self._file_info(base, e)] if detail else [base]
+                continue
+            head, sep, _ = e.name[len(prefix):].partition("/")
+            if sep:
+                dirs.add(head)
+            else:
+                out.append(self._file_info(f"{base}/{head}", e))
+        out += [{"name": f"{base}/{d}", "type": "directory", "size": 0} for d in sorted(dirs)]
+        if not out and where.name:
+            raise FileNotFoundError(path)
         return out if detail else [o["name"] for o in out]
 
     @staticmethod
@@ -176,25 +228,35 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         return {"name": name, "type": "file", "size": e.size, "sha256": e.sha256}
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
-        artifact, version, name = self._split(path)
+        where = self._split(path)
         base = self._strip_protocol(path).rstrip("/")
-        if version is None:
+        if where.version is None and not where.name:
             try:
-                data = self.api.read_artifact(artifact)
+                data = self.api.read_artifact(where.artifact)
             except NotFound:
                 raise FileNotFoundError(path) from None
             return {"name": base, "type": "directory", "size": 0,
                     "latest": data.get("latest")}
-        found = self._signed(artifact, version)
-        if not name:
+        found = self._version_of(where)
+        if not where.name:
             return {"name": base, "type": "directory", "size": found.size,
-                    "version": found.version}
+                    "version": found.version, "created_at": found.created_at}
         for e in found.files:
-            if e.name == name:
-                return self._file_info(base, e)
-        if any(e.name.startswith(name + "/") for e in found.files):
+            if e.name == where.name:
+                return {**self._file_info(base, e), "version": found.version,
+                        "created_at": found.created_at}
+        if any(e.name.startswith(where.name + "/") for e in found.files):
             return {"name": base, "type": "directory", "size": 0}
         raise FileNotFoundError(path)
+
+    def modified(self, path: str) -> datetime:
+        """When the version holding ``path`` was committed (Lightning picks ``last`` by it)."""
+        created = self.info(path).get("created_at")
+        if not created:
+            raise FileNotFoundError(f"{path}: has no commit time")
+        return datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+
+    created = modified
 
     def cat_file(self, path: str, start: int | None = None, end: int | None = None,
                  **kwargs: Any) -> bytes:
@@ -209,7 +271,8 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
             if exc.status != 403:
                 raise
         # the URL expired since it was signed: sign the same version again, once
-        found = self._signed(found.artifact or self._split(path)[0], found.version, fresh=True)
+        found = self._signed(found.artifact or self._split(path).artifact, found.version,
+                             fresh=True)
         entry = next(e for e in found.files if e.name == entry.name)
         return read_range(entry, lo, hi, workers=self.workers)
 
@@ -217,12 +280,12 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         """Resolve ``latest`` once, so a multi-file read never mixes two versions."""
         if isinstance(path, (list, tuple)):
             return [self._pin(p) for p in path]
-        artifact, version, name = self._split(path)
-        if version != "latest":
+        where = self._split(path)
+        if where.version != "latest":
             return path
-        found = self._signed(artifact, "latest")
-        tail = f"/{name}" if name else ""
-        return f"{artifact}/{found.version}{tail}" + ("/" if str(path).endswith("/") else "")
+        version = self._latest_name(where.artifact)
+        tail = f"/{where.name}" if where.name else ""
+        return f"{where.artifact}/{version}{tail}" + ("/" if str(path).endswith("/") else "")
 
     def get(self, rpath: Any, lpath: Any, recursive: bool = False, **kwargs: Any) -> None:
         """Download files; every file of the call goes in one parallel, verified download."""
@@ -263,13 +326,22 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
             found, entry = self._entry(path)
             return ReadFile(self, path, found, entry, block_size=block_size,
                             cache_options=cache_options, **kwargs)
-        if "a" in mode or "+" in mode:
-            raise NotImplementedError(f"{path}: versions are immutable; write whole files")
-        key, name = self._write_target(path)
-        if "x" in mode and self.exists(path):
-            raise FileExistsError(path)
-        self.run(key[0])  # the open comes before any bytes: a refusal is learned first
-        return WriteFile(self, path, key, name, self._staging.new_file(key), autocommit)
+        return self._open_write(path, mode, autocommit)
+
+
+def _mode(value: str | None) -> str:
+    mode = (value or os.environ.get(ENV_MODE, "") or "auto").strip().lower()
+    if mode not in MODES:
+        raise ConfigError(f"mode={mode!r} (or {ENV_MODE}) must be one of {', '.join(MODES)}")
+    return mode
+
+
+def _mend_lightning() -> None:
+    """Teach a loaded Lightning o41's layout (``o41.lightning``), once; a no-op without it."""
+    if any(m in sys.modules for m in ("lightning.pytorch", "pytorch_lightning")):
+        from .lightning import mend
+
+        mend()
 
 
 def _reuse_for(version: Version) -> float:

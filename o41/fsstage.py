@@ -11,7 +11,9 @@ uploaded, and is named in an ``UncommittedWarning`` when the filesystem goes awa
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
+import os
 import shutil
 import tempfile
 import threading
@@ -29,7 +31,11 @@ if TYPE_CHECKING:
     from .filesystem import O41FileSystem
 
 DEFAULT_MARKERS = (".metadata", "commit_success.txt")
+# Files that are parts of a multi-file checkpoint: closing one waits for its marker (DCP's
+# shards, and its ``.metadata.tmp`` before the rename onto ``.metadata``).
+DEFAULT_PARTS = ("*.distcp", "*.tmp")
 StepKey = tuple[str, str]  # (artifact, version)
+STAGE_PREFIX = "o41-stage-"
 
 
 class UncommittedWarning(UserWarning):
@@ -51,7 +57,12 @@ class Step:
 
 
 class Staging:
-    """Every uncommitted step of one filesystem instance; safe to use from many threads."""
+    """Every uncommitted step of one process and API; safe to use from many threads.
+
+    Shared by all filesystem instances of the process (``shared_staging``): DCP's writer
+    threads, a helper thread's instance and the main thread's instance stage into the same
+    steps, and the marker closed by any of them commits them all.
+    """
 
     def __init__(self, root: str | None = None) -> None:
         self.root = root
@@ -63,7 +74,8 @@ class Staging:
         with self.lock:
             step = self._step(key)
             if step.tmpdir is None:
-                step.tmpdir = Path(tempfile.mkdtemp(prefix="o41-stage-", dir=self.root))
+                step.tmpdir = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-",
+                                                    dir=self.root))
             fd, name = tempfile.mkstemp(dir=step.tmpdir)
         open(fd).close()
         return Path(name)
@@ -109,6 +121,54 @@ class Staging:
         return self.steps[key]
 
 
+_shared: dict[tuple[str, str, str | None], Staging] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_staging(api_url: str, holder: str, root: str | None = None) -> Staging:
+    """The launch's staging (one API, one holder: ``o41.fsrun``'s key); the first use in a
+    process reclaims what dead processes left."""
+    with _shared_lock:
+        staging = _shared.get((api_url, holder, root))
+        if staging is None:
+            reclaim_dead(root)
+            staging = _shared[(api_url, holder, root)] = Staging(root)
+            atexit.register(warn_uncommitted, staging)
+        return staging
+
+
+def _forget_after_fork() -> None:
+    global _shared_lock
+    _shared.clear()
+    _shared_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def reclaim_dead(root: str | None = None) -> list[Path]:
+    """Remove staging folders of processes that no longer run (a killed save leaves one)."""
+    base = Path(root or tempfile.gettempdir())
+    gone = []
+    for folder in base.glob(f"{STAGE_PREFIX}*-*"):
+        pid_text = folder.name[len(STAGE_PREFIX):].partition("-")[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append(folder)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def cleanup(step: Step) -> None:
     if step.tmpdir is not None:
         shutil.rmtree(step.tmpdir, ignore_errors=True)
@@ -134,6 +194,9 @@ def is_marker(name: str, markers: tuple[str, ...]) -> bool:
     """A marker matches the file's name within the step or its base name (glob patterns)."""
     base = name.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatchcase(name, m) or fnmatch.fnmatchcase(base, m) for m in markers)
+
+
+is_part = is_marker  # the same matching, against the ``parts`` patterns
 
 
 class WriteFile(StagingWriter):
@@ -185,6 +248,25 @@ class StepTransaction(Transaction):
     def __init__(self, fs: O41FileSystem, **kwargs: Any) -> None:
         super().__init__(fs, **kwargs)
         self.steps: set[StepKey] = set()
+        self.depth = 0
+        self.failed = False
+        self.root_step: int | None = None  # the step files at the artifact's top go to
+
+    def __enter__(self) -> StepTransaction:
+        # Nested blocks (Lightning's ``_atomic_save`` inside o41's save of a Lightning step)
+        # join the outermost one, which alone commits.
+        self.depth += 1
+        if self.depth == 1:
+            self.start()
+        return self
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        self.depth -= 1
+        if exc_type is not None and self.depth > 0:
+            self.failed = True
+        if self.depth == 0:
+            failed, self.failed = self.failed, False
+            self.complete(commit=exc_type is None and not failed)
 
     def start(self) -> None:
         self.files = deque()
@@ -212,9 +294,11 @@ class StepTransaction(Transaction):
                 fs._staging.discard(key)
             raise
         finally:
+            self.root_step = None
             fs._intrans = False
             fs._transaction = None
 
 
-__all__ = ["DEFAULT_MARKERS", "Staging", "Step", "StepTransaction", "UncommittedWarning",
-           "WriteFile", "is_marker", "warn_uncommitted"]
+__all__ = ["DEFAULT_MARKERS", "DEFAULT_PARTS", "Staging", "Step", "StepTransaction",
+           "UncommittedWarning", "WriteFile", "is_marker", "is_part", "reclaim_dead",
+           "shared_staging", "warn_uncommitted"]

@@ -1,7 +1,12 @@
 """The writing half of the ``o41://`` filesystem: open once, stage files, commit steps.
 
 Kept apart from ``o41.filesystem`` (paths and reads). What commits a step, and why the
-commit goes last, is told in ``o41.fsstage``.
+commit goes last, is told in ``o41.fsstage``. A file closed outside a transaction or a
+``put`` commits its step at once, unless it is a part of a multi-file checkpoint (DCP's
+``*.distcp``, ``*.tmp``: storage option ``parts``), which waits for its marker
+(``.metadata``): so ``torch.save(obj, fsspec.open(".../step-N/model.pt", "wb"))``,
+``pipe`` and ``touch`` are visible after close, as on s3fs, and a DCP checkpoint is one
+version.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from . import fsrun
 from .checkpoint import Run
-from .checkpoint import open as open_run
+from .errors import ConfigError, Fenced, VersionExists
 from .fsbytes import staged_files
-from .fsstage import StepKey, WriteFile, cleanup, is_marker, warn_uncommitted
+from .fspaths import O41Path, outside_layout, parse, top_version
+from .fsstage import StepKey, WriteFile, cleanup, is_marker, is_part, warn_uncommitted
 from .models import Version
 
 log = logging.getLogger("o41")
@@ -23,18 +30,18 @@ log = logging.getLogger("o41")
 class StepWriter:
     """Mixed into ``O41FileSystem``; uses its ``api``, ``settings``, staging and options."""
 
-    def run(self: Any, artifact: str) -> Run:
-        """The artifact opened for writing: once per filesystem instance, on first write."""
+    def run(self: Any, artifact: str, resume: Any = "default") -> Run:
+        """The artifact opened for writing: once per process (``o41.fsrun``), with the
+        ``resume`` option unless told otherwise (a Lightning fit follows its ckpt_path)."""
         if "://" in artifact or artifact.count("/") > 1:
-            artifact = self._split(artifact)[0]
-        with self._lock:
-            run = self._runs.get(artifact)
-            if run is None:
-                run = open_run(f"o41://{artifact}", resume=self.resume, settings=self.settings,
-                               api=self.api, place=self.place, holder=self.holder,
-                               workers=self.workers)
-                self._runs[artifact] = run
-            return run
+            artifact = parse(self._strip_protocol(artifact)).artifact
+        if self.mode == "read":
+            raise ConfigError(f"o41://{artifact}: this filesystem only reads (mode='read' or "
+                              "O41_MODE=read), so it never opens an artifact for writing")
+        resume = self.resume if resume == "default" else resume
+        return fsrun.shared_run(self.api, artifact, resume=resume, settings=self.settings,
+                                place=self.place, holder=self.holder, workers=self.workers,
+                                on_fenced=self.on_fenced)
 
     def uncommitted(self: Any) -> list[str]:
         """Steps written but not committed (not visible), as ``o41://P/N/step-…``."""
@@ -45,10 +52,44 @@ class StepWriter:
         """Drop every uncommitted step, warning about each (as at interpreter exit)."""
         return warn_uncommitted(self._staging)
 
+    def _write_target(self: Any, path: str) -> tuple[StepKey, str]:
+        where: O41Path = self._split(path)
+        if where.at_top:
+            if "/" in where.name:
+                raise ConfigError(outside_layout(where))
+            trans = self._transaction if self._intrans else None
+            try:
+                version = top_version(where.name, getattr(trans, "root_step", None))
+            except ValueError as exc:
+                raise ConfigError(f"{where.url}: {exc}") from None
+            return (where.artifact, version), where.name
+        if where.version in (None, "latest") or not where.name:
+            raise ConfigError(f"{path}: files are written into a version, "
+                              "o41://project/name/step-XXXXXXXX/<file>")
+        return (where.artifact, where.version), where.name
+
+    def _open_write(self: Any, path: str, mode: str, autocommit: bool) -> WriteFile:
+        if "a" in mode or "+" in mode:
+            raise NotImplementedError(f"{path}: versions are immutable; write whole files")
+        key, name = self._write_target(path)
+        if "x" in mode and self.exists(path):
+            raise FileExistsError(path)
+        self._writable(key[0])  # the open comes before any bytes: a refusal is learned first
+        return WriteFile(self, path, key, name, self._staging.new_file(key), autocommit)
+
+    def _writable(self: Any, artifact: str) -> Run:
+        run = self.run(artifact)
+        try:
+            fsrun.check_not_fenced(run)
+        except Fenced as exc:
+            raise fsrun.fenced(run, exc, self.on_fenced) from None
+        return run
+
     def _closed_write(self: Any, f: WriteFile) -> None:
         self._staging.add(f.key, f.relname, f.local)
-        self.invalidate_cache(self._strip_protocol(f.path))
-        if f.autocommit and is_marker(f.relname, self.markers):
+        if not f.autocommit:
+            return  # the transaction commits it
+        if is_marker(f.relname, self.markers) or not is_part(f.relname, self.parts):
             self._commit_step(f.key)
 
     def _commit_step(self: Any, key: StepKey) -> Version | None:
@@ -57,12 +98,24 @@ class StepWriter:
         if step is None or not step.files:
             return None
         try:
+            run = self._writable(step.artifact)
             local = staged_files(sorted(step.files.items()), self.workers)
-            version = self.run(step.artifact).save_files(int(step.version[5:]), local)
+            try:
+                version = run.save_files(int(step.version[5:]), local)
+            except Fenced as exc:
+                raise fsrun.fenced(run, exc, self.on_fenced) from None
+            except VersionExists as exc:
+                raise VersionExists(
+                    f"{step.location}: {exc.message}: a file closed outside a transaction "
+                    f"commits its step ({', '.join(sorted(step.files))}); write the files of "
+                    "one step inside `with fs.transaction:`, or put their folder with "
+                    "fs.put(dir, 'o41://P/N/step-XXXXXXXX/', recursive=True)",
+                    status=exc.status) from None
         finally:
             cleanup(step)
         with self._lock:
             self._signed_cache.pop(key, None)
+        self.hold_latest(step.artifact, version.version)
         return version
 
     def put(self: Any, lpath: Any, rpath: Any, recursive: bool = False, **kwargs: Any) -> None:
@@ -94,7 +147,7 @@ class StepWriter:
         key, name = self._write_target(rpath)
         if mode == "create" and self.exists(rpath):
             raise FileExistsError(rpath)
-        self.run(key[0])
+        self._writable(key[0])
         self._staging.add(key, name, Path(lpath).absolute())
         if self._intrans:
             self.transaction.steps.add(key)
@@ -106,16 +159,26 @@ class StepWriter:
     def rm_file(self: Any, path: str) -> None:
         key, name = self._write_target(path)
         if not self._staging.remove(key, name):
+            self._refuse_if_fenced(key[0])
             raise PermissionError(f"{path}: committed versions are immutable (VER-2); "
                                   "only a file not yet committed can be removed")
+
+    def _refuse_if_fenced(self: Any, artifact: str) -> None:
+        """A fenced zombie's clean-up of what the newer box committed (DCP removes an old
+        ``.metadata`` before its rename) is a fence, not a permission slip."""
+        run = fsrun.shared_run_if_held(self.api, artifact, self.holder)
+        exc = fsrun.superseded(run) if run is not None else None
+        if exc is not None:
+            raise fsrun.fenced(run, exc, self.on_fenced)
 
     _rm = rm_file
 
     def rm(self: Any, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:
         for p in path if isinstance(path, list) else [path]:
-            artifact, version, name = self._split(p)
-            if version and not name and (artifact, version) in self._staging.steps:
-                self._staging.discard((artifact, version))
+            where = self._split(p)
+            key = (where.artifact, where.version or "")
+            if where.version and not where.name and key in self._staging.steps:
+                self._staging.discard(key)
             else:
                 self.rm_file(p)
 
@@ -135,11 +198,14 @@ class StepWriter:
             self._commit_step(key1)
 
     def makedirs(self: Any, path: str, exist_ok: bool = False) -> None:
-        """Directories are implicit in file names: only the path's shape is checked."""
-        self._split(path)
+        """Directories are implicit in file names: only the path's shape is checked (the
+        top of an artifact holds versions and files, no other folders)."""
+        where = self._split(path)
+        if where.at_top:
+            raise ConfigError(outside_layout(where))
 
     def mkdir(self: Any, path: str, create_parents: bool = True, **kwargs: Any) -> None:
-        self._split(path)
+        self.makedirs(path, exist_ok=True)
 
     def cp_file(self: Any, path1: str, path2: str, **kwargs: Any) -> None:
         raise NotImplementedError("copying between o41 versions is not supported: get the "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from .errors import ConfigError
 
 SCHEME = "o41://"
-VERSION_RE = re.compile(r"^step-\d{8}$")
+VERSION_RE = re.compile(r"^step-[0-9]{8}$")  # ASCII digits only: \d would take "٥"
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 ALLOWED = ("letters, digits, '.', '_' and '-', starting with a letter or digit, "
            "at most 128 characters")

@@ -2,95 +2,42 @@
 
 They read only what any implementation shows: the calls each box made through the proxy and
 their replies, the artifact's final version list, and the usage report (reads per place).
+
+``Facts`` (replay/facts.py) indexes the log; ``zombie-write`` lives in replay/zombies.py.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
 
-from .proxy import Call
-from .runner import BoxRun, Replay
+from .facts import WRITES, Facts, Violation, place_text, step_of
+from .runner import Replay
+from .zombies import zombie_write
 
 CHECKS: dict[str, str] = {
     "fresh-start": "no fresh start clobbered checkpoints",
     "not-resumed": "every relaunch resumed from the latest",
-    "zombie-write": "the zombie's late writes were fenced and never visible",
+    "zombie-write": "the zombie's late writes were fenced and never visible; it stopped",
     "placement": "writes landed in the box's own region where a location exists",
     "cross-cloud-reads": "one cross-cloud read per hop",
     "history": "the history holds exactly the committed versions, epochs never going back",
     "box-exit": "every box ran until preempted, and the last one to its end",
 }
 DEFAULT_LOCATIONS = frozenset({"aws/us-east-1", "gcp/europe-west4", "azure/westeurope"})
-WRITES = ("write", "commit")
+# A load may read a little over the files' size (ranged reads rounded to block edges): the
+# bound a load must meet (issue 18: 1.02x). A second download is 2x, far beyond it.
+READ_SLACK = 1.02
 
 
-@dataclass(frozen=True)
-class Violation:
-    check: str
-    box: str | None
-    message: str
+def _load_bytes(version: dict, size: int) -> int:
+    """The fewest bytes a load of ``version`` reads: its largest file, when it lists them.
 
-    def __str__(self) -> str:
-        who = f"box {self.box}: " if self.box else ""
-        return f"{self.check}: {who}{self.message}"
-
-
-def place_text(value: Any) -> str | None:
-    """``{"cloud","region"}`` (or ``cloud/region``) as ``cloud/region``; ``None`` if unknown."""
-    if isinstance(value, dict) and value.get("cloud"):
-        return f"{value['cloud']}/{value.get('region')}"
-    return value if isinstance(value, str) and value else None
-
-
-def _step(version: Any) -> int:
-    """``step-00000300`` -> 300 (-1 when malformed)."""
-    text = str(version or "")
-    return int(text[5:]) if text.startswith("step-") and text[5:].isdigit() else -1
-
-
-class Facts:
-    """Indexes over the call log that several checks share."""
-
-    def __init__(self, replay: Replay) -> None:
-        self.replay = replay
-        self.calls = replay.calls
-        self.commits = [c for c in self.calls if c.op == "commit" and c.ok]
-        self.opens = [c for c in self.calls if c.op == "open"]
-        self.epoch_box = {c.reply.get("epoch"): c.box for c in self.opens if c.ok}
-        self.token_epoch = {str(c.reply.get("token")): int(c.reply["epoch"])
-                            for c in self.opens if c.ok and "epoch" in c.reply}
-
-    def superseded(self, epoch: int, t: float) -> Call | None:
-        """The first successful open of a higher epoch whose reply came back before ``t``."""
-        return next((o for o in self.opens if o.ok and o.ended < t
-                     and int(o.reply.get("epoch") or 0) > epoch), None)
-
-    def of(self, box: str, *ops: str) -> list[Call]:
-        return [c for c in self.calls if c.box == box and (not ops or c.op in ops)]
-
-    def latest_before(self, t: float) -> dict[str, Any] | None:
-        """The highest-step version whose commit reply came back before time ``t``."""
-        done = [c.reply for c in self.commits if c.ended < t]
-        return max(done, key=lambda v: v.get("step", 0)) if done else None
-
-    def first_open(self, box: str) -> Call | None:
-        opens = self.of(box, "open")
-        return opens[0] if opens else None
-
-    def late(self, run: BoxRun) -> list[Call]:
-        """Calls a zombie made after it was continued."""
-        if run.continued_at is None:
-            return []
-        return [c for c in self.of(run.box.id) if c.started >= run.continued_at]
-
-    def read_bytes(self, place: str | None, version: str, route: str | None = None) -> int:
-        usage = self.replay.usage or {}
-        return sum(int(t.get("bytes") or 0) for t in usage.get("transfers") or []
-                   if t.get("direction") == "read" and t.get("version") == version
-                   and place_text(t.get("place")) == place
-                   and (route is None or t.get("route") == route))
+    A trainer loads a checkpoint, not always every file of the version: one Lightning save
+    holds ``epoch=E-step=S.ckpt`` and ``last.ckpt``, each a whole checkpoint, and a resume
+    reads one of them.
+    """
+    sizes = [int(x.get("size") or 0) for x in version.get("files") or [] if isinstance(x, dict)]
+    return max(sizes) if sizes else size
 
 
 def _fresh_start(f: Facts) -> list[Violation]:
@@ -134,85 +81,33 @@ def _not_resumed(f: Facts, fresh: set[str]) -> list[Violation]:
             out.append(Violation("not-resumed", box, f"its open failed: {o.status} {o.code}"))
             continue
         got = (o.reply.get("resume_from") or {}).get("version")
+        # A zombie's commit in flight while the open ran may be ordered on either side of it.
+        racing = {c.reply.get("version"): c.reply for c in f.commits
+                  if c.box != box and c.started < o.ended and c.ended >= o.started}
+        if got != want and got in racing:
+            expected, want = racing[got], got
         if got != want:
             out.append(Violation("not-resumed", box, f"the open resumed from {got}, but the "
                                  f"latest committed before it was {want}"))
             continue
         wrote = [c for c in f.of(box, *WRITES) if c.request.get("token") == o.reply.get("token")]
         early = [c for c in wrote if c.op == "write"
-                 and 0 <= _step(c.request.get("version")) <= int(expected.get("step") or 0)]
+                 and 0 <= step_of(c.request.get("version")) <= int(expected.get("step") or 0)]
         if early:
             out.append(Violation("not-resumed", box, f"tried to write "
                                  f"{early[0].request.get('version')} at or before {got}, the step "
                                  "it resumed from: it restarted instead of resuming"))
             continue
-        size = int(expected.get("size") or 0)
+        need = _load_bytes(o.reply.get("resume_from") or {}, int(expected.get("size") or 0))
         # A trainer that sends no place has its reads counted under an unknown place: they
         # are still this box's reads of what it resumed from.
         read = f.read_bytes(run.box.place, got)
         if run.box.place is not None:
             read += f.read_bytes(None, got)
-        if f.replay.usage is not None and any(c.ok for c in wrote) and read < size:
-            out.append(Violation("not-resumed", box, f"read {read} of the {size} bytes of {got} "
-                                 "before writing: it did not load what it resumed from"))
-    return out
-
-
-def _stale_writes(f: Facts) -> list[Violation]:
-    """Writes and commits with a token some later open had superseded must all be fenced."""
-    out = []
-    fenced_tokens: set[str] = set()
-    for c in f.calls:
-        token = str(c.request.get("token"))
-        epoch = f.token_epoch.get(token)
-        if c.op not in WRITES or epoch is None:
-            continue
-        if token in fenced_tokens:
-            what = c.request.get("version") or "an upload"
-            out.append(Violation("zombie-write", c.box, f"kept writing with a token that was "
-                                 f"already fenced ({c.op} of {what})"))
-            continue
-        by = f.superseded(epoch, c.started)
-        if by is None:
-            continue
-        who = f"box {by.box} opened at epoch {by.reply.get('epoch')}"
-        if c.ok and c.op == "commit":
-            out.append(Violation("zombie-write", c.box, f"its late write "
-                                 f"{c.reply.get('version')} (epoch {epoch}) became visible "
-                                 f"after {who}"))
-        elif c.ok:
-            out.append(Violation("zombie-write", c.box, f"its late write call for "
-                                 f"{c.request.get('version')} (epoch {epoch}) was accepted, "
-                                 f"not fenced, after {who}"))
-        elif not c.ok and c.code != "fenced":
-            out.append(Violation("zombie-write", c.box, f"its late {c.op} of "
-                                 f"{c.request.get('version') or 'an upload'} (epoch {epoch}) "
-                                 f"was refused with {c.status} {c.code}, not fenced, after {who}"))
-        elif c.code == "fenced":
-            fenced_tokens.add(token)
-    return out
-
-
-def _zombie_write(f: Facts) -> list[Violation]:
-    out = _stale_writes(f)
-    for run in f.replay.runs:
-        if run.preempted != "stop" or run.continued_at is None:
-            continue
-        box, late = run.box.id, f.late(run)
-        own = [c for c in f.of(box, "open") if c.ok and c.started < run.continued_at]
-        by = f.superseded(int(own[-1].reply["epoch"]), run.continued_at) if own else None
-        if by is None:
-            f.replay.notes.append(f"zombie {box} was never superseded (no later open succeeded "
-                                  "before its SIGCONT): fencing was not exercised")
-            continue
-        for c in late:
-            if c.op == "open" and c.ok:
-                fenced = f.epoch_box.get((c.reply.get("fenced") or {}).get("epoch"), "?")
-                out.append(Violation("zombie-write", box, f"re-opened the artifact after SIGCONT "
-                                     f"(epoch {c.reply.get('epoch')}), fencing box {fenced}"))
-        if not any(c.op in WRITES for c in late):
-            out.append(Violation("zombie-write", box, "made no write after SIGCONT, so fencing "
-                                 "was not exercised (does the command save after a pause?)"))
+        if f.replay.usage is not None and any(c.ok for c in wrote) and read < need:
+            out.append(Violation("not-resumed", box, f"read {read} bytes of {got} before "
+                                 f"writing, less than the {need} a load of it takes: it did "
+                                 "not load what it resumed from"))
     return out
 
 
@@ -270,7 +165,7 @@ def _cross_cloud_reads(f: Facts) -> list[Violation]:
             out.append(Violation("cross-cloud-reads", who, f"read {version} cross-cloud from "
                                  f"{place or 'an unknown place'} ({nbytes} bytes), which no "
                                  "relaunch there resumed from"))
-        elif nbytes > expected[(place, version)] * sizes[version]:
+        elif nbytes > expected[(place, version)] * sizes[version] * READ_SLACK:
             times = nbytes / max(1, sizes[version])
             out.append(Violation("cross-cloud-reads", who, f"read {version} cross-cloud "
                                  f"{times:.1f} times its size ({nbytes} bytes): more than the "
@@ -323,5 +218,8 @@ def check(replay: Replay, locations: frozenset[str] = DEFAULT_LOCATIONS) -> list
     """Every violation of the replay, grouped by check in the order of ``CHECKS``."""
     f = Facts(replay)
     fresh = _fresh_start(f)
-    return [*fresh, *_not_resumed(f, {v.box for v in fresh if v.box}), *_zombie_write(f),
+    return [*fresh, *_not_resumed(f, {v.box for v in fresh if v.box}), *zombie_write(f),
             *_placement(f, locations), *_cross_cloud_reads(f), *_history(f), *_box_exit(f)]
+
+
+__all__ = ["CHECKS", "DEFAULT_LOCATIONS", "Facts", "Violation", "check", "place_text"]

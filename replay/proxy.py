@@ -74,6 +74,10 @@ class Recorder:
         """Successful commits of ``box`` so far."""
         return sum(1 for c in self.snapshot() if c.box == box and c.op == "commit" and c.ok)
 
+    def calls_of(self, box: str) -> int:
+        """API calls of ``box`` so far, of any kind."""
+        return sum(1 for c in self.snapshot() if c.box == box)
+
     def wait(self, timeout: float) -> None:
         with self.changed:
             self.changed.wait(timeout)

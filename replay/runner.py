@@ -99,10 +99,14 @@ def start_emulator(data_dir: Path, extra: Sequence[str] = ()) -> Emulator:
 
 
 def absolute_args(command: Sequence[str], cwd: Path) -> list[str]:
-    """Make arguments that name existing relative paths absolute (boxes run elsewhere)."""
+    """Make arguments that name existing relative paths absolute (boxes run elsewhere).
+
+    A module name after ``-m`` stays as it is, even where a folder of that name exists
+    (``python -m o41 run ...`` from a checkout).
+    """
     # abspath, not resolve(): a venv's python is a symlink that must stay one
-    return [os.path.abspath(cwd / a) if not os.path.isabs(a) and (cwd / a).exists() else a
-            for a in command]
+    return [os.path.abspath(cwd / a) if not os.path.isabs(a) and (cwd / a).exists()
+            and (i == 0 or command[i - 1] != "-m") else a for i, a in enumerate(command)]
 
 
 class Runner:
@@ -158,7 +162,8 @@ class Runner:
                 continue
             due = (after.seconds is not None and now - (run.preempted_at or now) >= after.seconds
                    or after.box is not None and any(r.box.id == after.box for r in self.runs)
-                   and self.recorder.checkpoints(after.box) >= after.checkpoints)
+                   and (self.recorder.calls_of(after.box) >= after.calls if after.calls
+                        else self.recorder.checkpoints(after.box) >= after.checkpoints))
             if due:
                 self._continue(run, now)
 
@@ -168,11 +173,12 @@ class Runner:
         self.log(f"SIGCONT {run.box.id}: the zombie runs again")
 
     def on_call(self, call: Call) -> None:
-        """Proxy hook, before the box hears the reply: exact checkpoint-count triggers."""
-        if call.op != "commit" or not call.ok:
-            return
+        """Proxy hook, before the box hears the reply: exact call- and checkpoint-count
+        triggers (a zombie woken at a relaunch's first call runs before that call returns)."""
         with self.lock:
             self._zombies(time.monotonic())
+            if call.op != "commit" or not call.ok:
+                return
             run = self.current
             p = run.box.preempt if run is not None else None
             if (run is None or p is None or p.after_checkpoints is None or run.preempted

@@ -8,7 +8,8 @@
         preempt:
           after_checkpoints: 3          # and/or after_seconds: 5.0 (whichever comes first)
           mode: stop                    # kill (default): SIGKILL | stop: SIGSTOP, a zombie
-          resume_after: {box: B, checkpoints: 1}   # stop only: SIGCONT then (or {seconds: 2})
+          resume_after: {box: B, checkpoints: 1}   # stop only: SIGCONT then (or {seconds: 2},
+                                                   # or {box: B, calls: 1}: at B's first call)
       - id: B
         place: gcp/europe-west4
         preempt: {after_checkpoints: 3}
@@ -42,11 +43,14 @@ class ScenarioError(ValueError):
 
 @dataclass(frozen=True)
 class ResumeAfter:
-    """When a stopped box gets SIGCONT: after ``box`` made ``checkpoints``, or ``seconds``."""
+    """When a stopped box gets SIGCONT: after ``box`` made ``checkpoints`` (or ``calls``, API
+    calls of any kind: ``calls: 1`` wakes the zombie as the relaunch begins, before the
+    relaunch's first save), or ``seconds`` after the stop."""
 
     box: str | None = None
     checkpoints: int = 1
     seconds: float | None = None
+    calls: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,14 +114,19 @@ def _keys(where: str, data: Any, allowed: set[str]) -> dict[str, Any]:
 
 
 def _resume_after(where: str, data: Any, ids: list[str], own: int) -> ResumeAfter:
-    data = _keys(where, data, {"box", "checkpoints", "seconds"})
+    data = _keys(where, data, {"box", "checkpoints", "calls", "seconds"})
     if ("box" in data) == ("seconds" in data):
-        raise ScenarioError(f"{where} needs exactly one of box (with checkpoints) or seconds")
+        raise ScenarioError(f"{where} needs exactly one of box (with checkpoints or calls) "
+                            "or seconds")
+    if "checkpoints" in data and "calls" in data:
+        raise ScenarioError(f"{where} needs one of checkpoints or calls, not both")
     if "seconds" in data:
         return ResumeAfter(seconds=_number(f"{where}.seconds", data["seconds"], float, 0))
     box = str(data["box"])
     if box not in ids[own + 1:]:
         raise ScenarioError(f"{where}.box {box!r} is not a box launched after this one")
+    if "calls" in data:
+        return ResumeAfter(box=box, calls=_number(f"{where}.calls", data["calls"], int, 1))
     return ResumeAfter(box=box, checkpoints=_number(f"{where}.checkpoints",
                                                     data.get("checkpoints", 1), int, 1))
 

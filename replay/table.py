@@ -48,12 +48,21 @@ def _read(f: Facts, run: BoxRun) -> str:
     return f"{_size(total)}" + (" cross-cloud" if xc else "") if total else "none"
 
 
+def _commits(calls: list) -> str:
+    """Committed steps and where they landed: ``1-3 -> aws/us-east-1``."""
+    where = sorted({f"{place_text(c.reply.get('location'))}" for c in calls})
+    return _steps([int(c.reply.get("step", 0)) for c in calls]) + (
+        f" -> {','.join(where)}" if where else "")
+
+
 def _writes(f: Facts, run: BoxRun) -> str:
+    """Its commits before any SIGCONT, those after (a zombie's own until it is fenced), refusals."""
     late = set(map(id, f.late(run)))
-    ok = [c.reply for c in f.of(run.box.id, "commit") if c.ok and id(c) not in late]
-    where = sorted({f"{place_text(v.get('location'))}" for v in ok})
-    text = f"{_steps([int(v.get('step', 0)) for v in ok])}" + (f" -> {','.join(where)}"
-                                                                 if where else "")
+    ok = [c for c in f.of(run.box.id, "commit") if c.ok]
+    text = _commits([c for c in ok if id(c) not in late])
+    woke = [c for c in ok if id(c) in late]
+    if woke:
+        text += f"; after SIGCONT {_commits(woke)}"
     refused = [c for c in f.of(run.box.id, "write", "commit") if not c.ok]
     if refused:
         codes = sorted({str(c.code or c.status) for c in refused})
@@ -61,7 +70,7 @@ def _writes(f: Facts, run: BoxRun) -> str:
     return text
 
 
-def _end(run: BoxRun) -> str:
+def _end(f: Facts, run: BoxRun) -> str:
     parts = []
     if run.preempted == "stop":
         parts.append("SIGSTOP")
@@ -71,6 +80,10 @@ def _end(run: BoxRun) -> str:
         parts.append("SIGKILL (timeout)" if run.timed_out else "SIGKILL")
     if run.returncode is not None and run.returncode >= 0:
         parts.append(f"exit {run.returncode}")
+        z = f.zombie(run)
+        told = z.told() if z is not None else None
+        if told is not None and run.ended is not None:
+            parts[-1] += f" ({max(0.0, run.ended - told.ended):.1f} s after fenced)"
     return " -> ".join(parts) or "?"
 
 
@@ -83,7 +96,7 @@ def render(replay: Replay, violations: list[Violation]) -> str:
     for i, run in enumerate(replay.runs):
         opened, epoch, by = _open(f, run)
         rows.append([str(i), run.box.id, run.box.place or "unknown", opened, epoch, by,
-                     _read(f, run), _writes(f, run), _end(run)])
+                     _read(f, run), _writes(f, run), _end(f, run)])
     widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
     lines = [f"replay of {replay.scenario.name}: artifact o41://{replay.artifact}", ""]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()

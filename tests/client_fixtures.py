@@ -20,6 +20,10 @@ import requests
 
 from emulator.served import ServedEmulator
 
+# Set for the pytest process by the root conftest.py (fencing raises, no background watch);
+# kept in-process, left out of a subprocess's environment.
+IN_PROCESS = ("O41_ON_FENCED", "O41_FENCE_CHECK")
+
 
 class Emulator(ServedEmulator):
     """A running ``o41-emulator serve`` subprocess, with what client tests need of it."""
@@ -28,7 +32,7 @@ class Emulator(ServedEmulator):
     def api(self) -> str:
         return self.api_url
 
-    def env(self, **extra: str) -> dict[str, str]:
+    def client_env(self, **extra: str) -> dict[str, str]:
         """An environment for a client process pointed at this emulator."""
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SKYPILOT_", "O41_"))}
@@ -73,7 +77,7 @@ def o41_location() -> str:
 def o41_env(o41_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
     """Point this process's client at the emulator, with no SkyPilot variables set."""
     for name in list(os.environ):
-        if name.startswith(("SKYPILOT_", "O41_")):
+        if name.startswith(("SKYPILOT_", "O41_")) and name not in IN_PROCESS:
             monkeypatch.delenv(name)
     monkeypatch.setenv("O41_ARTIFACTS_API_URL", o41_emulator.api)
     monkeypatch.setenv("O41_ARTIFACTS_API_KEY", o41_emulator.key)

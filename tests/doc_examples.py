@@ -44,8 +44,9 @@ NOT_RUN = frozenset({"", "yaml", "toml", "json", "text"})
 
 
 def _shell_env() -> dict[str, str]:
-    """The reader's shell: this Python's scripts first on PATH (pytest, o41, o41-emulator)."""
-    env = dict(os.environ)
+    """The reader's shell: this Python's scripts first on PATH (pytest, o41, o41-emulator),
+    and o41's defaults for fencing (the root conftest.py changes them for pytest itself)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("O41_ON_FENCED", "O41_FENCE_CHECK")}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 

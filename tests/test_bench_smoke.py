@@ -6,6 +6,7 @@ own command, and its figures are in docs/performance.md).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,19 @@ def test_quick_bench_prints_every_row(tmp_path: Path) -> None:
     assert all(row.rstrip().endswith("not judged") for row in rows), rows
     assert "command: python -m bench --quick" in done.stdout
     assert "machine: " in done.stdout and " cores " in done.stdout
+
+
+def test_soak_smoke_reports_rss_at_start_middle_and_end(tmp_path: Path) -> None:
+    """`--soak` runs the mixed load (the 10-minute figure is in docs/reliability.md)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--soak", "6", "--workdir", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode in (0, 3), done.stderr[-3000:]  # 3: a goal missed on a busy box
+    out = done.stdout
+    assert "mixed load 6 s: 12 raw writers, 8 fsspec writers, 12 readers" in out
+    assert "errors: 0" in out, out
+    for figure in ("raw commits", "fsspec commits", "reads"):
+        assert figure in out.split("requests: ", 1)[1].splitlines()[0], figure
+    assert re.search(r"RSS .*: start \d+ MB, at 10% \d+ MB, middle \d+ MB, end \d+ MB", out)
+    assert re.search(r"end / middle: \d+\.\d\d \(goal <= 1\.20: (yes|NO)\)", out)

@@ -274,6 +274,7 @@ def test_scenarios_load_and_spot_hop_hops_three_clouds() -> None:
         "fork-mid-run",
         "fresh-relaunch-refused",
         "zombie-commit",
+        "zombie-wakes-early",
         "open-race",
     } <= set(scenarios)
     hop = scenarios["spot-hop"]

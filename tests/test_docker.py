@@ -84,6 +84,9 @@ def test_dockerfile_starts_with_the_readmes_serve_command_and_real_options():
     ctx = serve_args(command[2:])
     assert ctx.params["host"] == "0.0.0.0" and str(ctx.params["data_dir"]) in instructions(
         "VOLUME")[0]
+    # Beyond loopback without an admin key, serve refuses unless told the risk is accepted:
+    # the image says so explicitly (its comment says why and how to avoid it).
+    assert ctx.params["allow_unauthenticated_admin"] is True
 
 
 def test_dockerfile_copies_every_package_the_project_installs():
@@ -123,7 +126,37 @@ def test_compose_runs_this_image_on_minio_with_the_s3_backend():
     assert env["O41_EMULATOR_SERVE_S3_ENDPOINT"] == "http://minio:9000"
     assert env["O41_EMULATOR_SERVE_S3_ACCESS_KEY"] == minio["environment"]["MINIO_ROOT_USER"]
     assert env["O41_EMULATOR_SERVE_S3_SECRET_KEY"] == minio["environment"]["MINIO_ROOT_PASSWORD"]
-    assert "8041:8041" in emulator["ports"]
+    assert "127.0.0.1:8041:8041" in emulator["ports"], "no key: publish it on loopback only"
+    assert env["O41_EMULATOR_SERVE_ALLOWED_HOSTS"] == "emulator", "its service name is a Host"
+
+
+def test_compose_services_reach_the_emulator_by_its_service_name(live_factory, tmp_path,
+                                                                 artifact):
+    """Another container calls http://emulator:8041: that Host is admitted by compose's
+    environment, and the signed URLs it gets back carry the same name."""
+    env = {k: v for k, v in compose()["services"]["emulator"]["environment"].items()
+           if k == "O41_EMULATOR_SERVE_ALLOWED_HOSTS"}
+    emu = live_factory("--data-dir", str(tmp_path / "data"), env=env)
+    port = emu.url.rsplit(":", 1)[1]
+    as_service = {"Host": f"emulator:{port}"}
+    box = Box(emu.http, artifact, AWS)
+    opened = emu.http.request("POST", "/api/v1/artifacts/open", headers=as_service,
+                              json={"artifact": artifact, "resume": "latest", "place": AWS})
+    assert opened.status == 200
+    box.token = opened.body["token"]
+    files = {"model.bin": b"m" * 100}
+    written = box.write("step-00000001", files)
+    assert written.status == 200
+    box.upload(written, files)
+    assert box.commit(written.body["upload"]).status == 200
+    signed = emu.http.request("GET", "/api/v1/versions/read", headers=as_service,
+                              params={"artifact": artifact, "urls": "1"}).body["files"][0]["url"]
+    assert signed.startswith(f"http://emulator:{port}/data/")
+    got = emu.http.request("GET", signed.replace("emulator", "127.0.0.1", 1), key=None,
+                           headers=as_service)
+    assert got.status == 200 and got.content == files["model.bin"]
+    other = emu.http.request("GET", "/_emulator/health", headers={"Host": f"minio:{port}"})
+    assert (other.status, other.code) == (403, "forbidden")
 
 
 def test_compose_environment_puts_each_regions_checkpoints_in_its_own_bucket(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def make_fs(emu: Emulator, **options: object) -> O41FileSystem:
-    """A fresh instance (fsspec caches instances by options; tests want their own opens)."""
+    """A fresh instance as its own launch: a holder of its own, so its own open (one
+    process holds one open per holder)."""
+    options.setdefault("holder", f"test-box-{secrets.token_hex(3)}")
     return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
                              skip_instance_cache=True, **options)
 
@@ -127,7 +130,7 @@ def test_dcp_style_metadata_renamed_last_commits_the_step(o41_emulator: Emulator
 def test_marker_cut_short_by_exception_commits_nothing(o41_emulator: Emulator,
                                                        o41_location: str) -> None:
     fs = make_fs(o41_emulator)
-    fs.pipe_file(f"{o41_location}/step-00000001/array.bin", b"x")
+    fs.pipe_file(f"{o41_location}/step-00000001/array.distcp", b"x")
     with pytest.raises(OSError), fs.open(f"{o41_location}/step-00000001/commit_success.txt",
                                          "wb") as f:
         f.write(b"half a mark")
@@ -147,12 +150,12 @@ def test_step_without_commit_signal_is_named_at_exit_and_never_visible(
         o41_emulator: Emulator, o41_location: str) -> None:
     script = ("import fsspec, sys\n"
               "fs = fsspec.filesystem('o41')\n"
-              f"fs.pipe_file('{o41_location}/step-00000009/shard.bin', b'no marker')\n")
+              f"fs.pipe_file('{o41_location}/step-00000009/shard.distcp', b'no marker')\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
                           text=True, timeout=60, env=client_env(o41_emulator))
     assert proc.returncode == 0, proc.stderr
     assert "UncommittedWarning" in proc.stderr
-    assert f"{o41_location}/step-00000009 was written (shard.bin) but never committed" \
+    assert f"{o41_location}/step-00000009 was written (shard.distcp) but never committed" \
         in proc.stderr
     assert versions(make_fs(o41_emulator), o41_location) == []
 
@@ -232,7 +235,7 @@ def test_missing_paths_are_file_not_found(o41_emulator: Emulator, o41_location: 
 def test_marker_left_unclosed_by_a_crash_commits_nothing(o41_emulator: Emulator,
                                                         o41_location: str) -> None:
     fs = make_fs(o41_emulator)
-    fs.pipe_file(f"{o41_location}/step-00000001/shard.bin", b"x")
+    fs.pipe_file(f"{o41_location}/step-00000001/shard.distcp", b"x")
     f = fs.open(f"{o41_location}/step-00000001/.metadata", "wb")
     f.write(b"torn")
     del f  # the writer died mid-file: the object is collected, never closed

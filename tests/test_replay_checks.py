@@ -57,6 +57,7 @@ class Hop:
         self.reads = [{"direction": "read", "version": "step-00000001", "place": GCP,
                        "route": "cross_cloud", "bytes": SIZE}]
         self.preempt = {"A": ("stop", 5.5), "B": (None, None)}
+        self.exits: dict[str, tuple[float | None, int]] = {"A": (6.5, 8)}
 
     def replay(self) -> Replay:
         runs = []
@@ -65,8 +66,10 @@ class Hop:
             box = Box(box_id, place, Preempt(after_checkpoints=1, mode=mode) if mode else None)
             log = self.tmp / f"box-{box_id}.log"
             log.touch()
-            runs.append(BoxRun(box, log, None, 0.0, returncode=0,  # type: ignore[arg-type]
-                               preempted=mode, continued_at=cont))
+            # a fenced zombie stops by itself (the client's exit code 8) soon after its refusal
+            end, code = self.exits.get(box_id, (None, 0))
+            runs.append(BoxRun(box, log, None, 0.0, ended=end,  # type: ignore[arg-type]
+                               returncode=code, preempted=mode, continued_at=cont))
         scenario = Scenario("t", tuple(r.box for r in runs))
         return Replay(scenario, runs, self.calls, "p/n", self.history,
                       {"transfers": self.reads}, self.tmp)
@@ -173,8 +176,25 @@ def test_unknown_place_needs_a_logged_warning(hop: Hop) -> None:
     assert check(hop.replay()) == []
 
 
+def test_relaunch_that_read_one_of_two_whole_checkpoints_resumed(hop: Hop) -> None:
+    files = [{"name": "epoch=0-step=1.ckpt", "size": SIZE // 2},
+             {"name": "last.ckpt", "size": SIZE // 2}]
+    hop.calls[3].reply["resume_from"]["files"] = files
+    hop.reads[0]["bytes"] = SIZE // 2
+    assert hop.checks() == set()
+    hop.reads[0]["bytes"] = SIZE // 2 - 1
+    assert hop.checks() == {"not-resumed"}
+
+
 def test_second_cross_cloud_read_flagged(hop: Hop) -> None:
     hop.reads[0]["bytes"] = 2 * SIZE
+    assert hop.checks() == {"cross-cloud-reads"}
+
+
+def test_cross_cloud_read_within_two_percent_of_the_size_passes(hop: Hop) -> None:
+    hop.reads[0]["bytes"] = SIZE * 102 // 100
+    assert hop.checks() == set()
+    hop.reads[0]["bytes"] = SIZE * 103 // 100
     assert hop.checks() == {"cross-cloud-reads"}
 
 

@@ -45,5 +45,5 @@ def test_resume_reads_made_without_a_place_count_for_not_resumed(tmp_path: Path)
     hop.reads = [{**hop.reads[0], "bytes": SIZE // 2}]
     flagged = [v for v in check(hop.replay()) if v.check == "not-resumed"]
     assert [v.message for v in flagged] == [
-        f"read {SIZE // 2} of the {SIZE} bytes of step-00000001 before writing: it did not "
-        "load what it resumed from"]
+        f"read {SIZE // 2} bytes of step-00000001 before writing, less than the {SIZE} a "
+        "load of it takes: it did not load what it resumed from"]

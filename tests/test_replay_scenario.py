@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from conformance.scenarios import default_dir
+from replay.runner import absolute_args
 from replay.scenario import (
     ResumeAfter,
     ScenarioError,
@@ -27,6 +28,13 @@ def test_spot_hop_boxes_load_with_zombie_and_hops() -> None:
     assert (a.preempt.mode, a.preempt.after_checkpoints) == ("stop", 3)
     assert a.preempt.resume_after == ResumeAfter(box="B", checkpoints=1)
     assert scenario.boxes[-1].preempt is None
+
+
+def test_zombie_wakes_early_wakes_its_zombie_at_the_relaunchs_first_call() -> None:
+    a, b = load_scenario(find_scenario("zombie-wakes-early")).boxes
+    assert a.preempt is not None and a.preempt.mode == "stop"
+    assert a.preempt.resume_after == ResumeAfter(box="B", calls=1)
+    assert b.preempt is None
 
 
 def test_loader_ignores_keys_it_does_not_own(tmp_path: Path) -> None:
@@ -58,6 +66,12 @@ def test_cluster_info_uses_skypilot_cloud_names() -> None:
     ([{"id": "A", "preempt": {"after_checkpoints": 1, "mode": "stop",
                               "resume_after": {"box": "A"}}}], "launched after this one"),
     ([{"id": "A", "zone": "x"}], "unknown key"),
+    ([{"id": "A", "preempt": {"after_checkpoints": 1, "mode": "stop",
+                              "resume_after": {"box": "B", "calls": 1, "checkpoints": 1}}},
+      {"id": "B"}], "not both"),
+    ([{"id": "A", "preempt": {"after_checkpoints": 1, "mode": "stop",
+                              "resume_after": {"box": "B", "calls": 0}}}, {"id": "B"}],
+     "calls must be a number >= 1"),
 ])
 def test_bad_boxes_refused_naming_box_and_key(boxes: list, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
@@ -85,3 +99,11 @@ def test_unknown_scenario_name_lists_the_bundled_ones(tmp_path: Path) -> None:
     assert "no such file" in str(info.value)
     with pytest.raises(ScenarioError):
         find_scenario(str(tmp_path / "spot-hop"))  # a path is never looked up by name
+
+
+def test_command_paths_made_absolute_but_not_a_module_after_dash_m(tmp_path: Path) -> None:
+    (tmp_path / "o41").mkdir()
+    (tmp_path / "train.py").touch()
+    assert absolute_args(["python", "-m", "o41", "run", "--", "python", "train.py"],
+                         tmp_path) == ["python", "-m", "o41", "run", "--", "python",
+                                       str(tmp_path / "train.py")]

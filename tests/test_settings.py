@@ -49,7 +49,7 @@ def test_serve_options_are_the_tables_cli_rows_with_its_help():
 @pytest.mark.parametrize("text,message", [
     ("url_lifetme = 5\n", "unknown setting 'url_lifetme'"),
     ('url_lifetime = "5"\n', "must be int"),
-    ("url_lifetime = 0\n", "at least 1"),
+    ("url_lifetime = 0\n", "setting 'url_lifetime' must be an integer from 1 to 604,800, not 0"),
     ('storage = "gcs"\n', "one of fs, s3"),
     ("s3_secure = 1\n", "must be bool"),
     ('[[keys]]\nkey = "ak_x"\nscopes = [{ prefix = "a/", access = "admin" }]\n',

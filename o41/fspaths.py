@@ -1,0 +1,92 @@
+"""What an ``o41://`` path names: the artifact, a file of a version, or a file at the top.
+
+::
+
+    o41://P/N                            the artifact (its versions are its directories)
+    o41://P/N/step-00000100/<file>       a file of a committed version
+    o41://P/N/latest/<file>              the same in the latest version
+    o41://P/N/<file>                     a file at the top, as Lightning writes them:
+                                         ``epoch=0-step=100.ckpt`` is a file of step-00000100,
+                                         ``last.ckpt`` one of the latest version
+
+Files at the top are how a trainer written for ``s3://bucket/run/`` lays out a run
+(Lightning's ``ModelCheckpoint`` writes ``epoch=E-step=S.ckpt`` and ``last.ckpt`` beside
+each other). Each one belongs to a version: the step named in the file name, or, inside
+o41's Lightning save, the trainer's global step.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .location import VERSION_RE, Location, version_name
+
+# Lightning's default name is "epoch=0-step=100"; "step-100" and "step_100" read the same.
+_STEP_IN_NAME = re.compile(r"(?<![A-Za-z0-9])step[=_-]([0-9]{1,8})(?![0-9])", re.ASCII)
+
+
+@dataclass(frozen=True)
+class O41Path:
+    """A parsed path; ``version`` is ``None`` for the artifact itself or a file at its top."""
+
+    artifact: str
+    version: str | None
+    name: str
+
+    @property
+    def at_top(self) -> bool:
+        """A file directly under the artifact, outside any ``step-…`` or ``latest`` folder."""
+        return self.version is None and bool(self.name)
+
+    @property
+    def url(self) -> str:
+        tail = "/".join(p for p in (self.version, self.name) if p)
+        return f"o41://{self.artifact}" + (f"/{tail}" if tail else "")
+
+
+def parse(stripped: str) -> O41Path:
+    """Parse a path without its protocol; a malformed artifact is a ``FileNotFoundError``."""
+    parts = [p for p in stripped.split("/") if p]
+    if len(parts) < 2:
+        raise FileNotFoundError(f"o41://{'/'.join(parts)}: not an artifact (o41://project/name)")
+    try:
+        artifact = Location.parse(f"o41://{parts[0]}/{parts[1]}").artifact
+    except ValueError as exc:
+        raise FileNotFoundError(str(exc)) from None
+    if len(parts) == 2:
+        return O41Path(artifact, None, "")
+    head = parts[2]
+    if head == "latest" or VERSION_RE.match(head):
+        return O41Path(artifact, head, "/".join(parts[3:]))
+    return O41Path(artifact, None, "/".join(parts[2:]))
+
+
+def step_in_name(name: str) -> int | None:
+    """The step a top-level file name carries (``epoch=0-step=100.ckpt`` -> 100), if any."""
+    found = _STEP_IN_NAME.findall(name.rsplit("/", 1)[-1])
+    return int(found[-1]) if found else None
+
+
+def top_version(name: str, step: int | None) -> str:
+    """The version a file written at the top goes into, or a ``ValueError`` saying why none."""
+    step = step if step is not None else step_in_name(name)
+    if step is None:
+        raise ValueError("a file at the top of an artifact needs a step: put it in a "
+                         "version folder (step-XXXXXXXX/) or give it a name with step=N in it")
+    return version_name(step)
+
+
+def outside_layout(path: O41Path) -> str:
+    """The one line a write into a folder an artifact does not have gets."""
+    first = path.name.split("/", 1)[0]
+    lightning = first in ("lightning_logs", "checkpoints")
+    hint = (f"Trainer(default_root_dir='o41://{path.artifact}') puts {first}/ there: keep "
+            "default_root_dir (and the logger) local and pass "
+            f"ModelCheckpoint(dirpath='o41://{path.artifact}')") if lightning else (
+            f"write o41://{path.artifact}/step-XXXXXXXX/{path.name} instead")
+    return (f"{path.url}: an o41 artifact holds versions (step-XXXXXXXX/) and files at its "
+            f"top, not the folder {first}/: {hint}")
+
+
+__all__ = ["O41Path", "outside_layout", "parse", "step_in_name", "top_version"]

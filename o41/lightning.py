@@ -1,0 +1,228 @@
+"""Lightning's checkpointing, taught o41's layout, so ``dirpath="o41://P/N"`` is the only change.
+
+Applied once, when an ``o41://`` filesystem is made while Lightning is loaded; nothing
+changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint connector:
+
+- **Open at launch.** ``trainer.fit`` opens the artifact before it resolves or reads what
+  it resumes from, so the previous box is fenced before it can commit again. The open
+  follows ``ckpt_path``: ``"last"`` or a checkpoint of this artifact resumes (``latest``),
+  ``None`` starts fresh (refused with ``has_checkpoints`` on an artifact with checkpoints),
+  a checkpoint of another artifact forks from it. ``validate``/``test``/``predict`` and
+  ``load_from_checkpoint`` only read and never open.
+- **``ckpt_path="last"``** is the latest committed version. Lightning's own lookup loses
+  the protocol (``os.path.normpath`` over ``fs.ls``: Lightning issue 18261) and looks on
+  local disk; here it returns the version's ``last*.ckpt`` (or its checkpoint), pinned to
+  its ``step-…`` folder so the load cannot mix versions.
+- **One save, one version.** Each ``ModelCheckpoint`` hook runs in one transaction at the
+  trainer's global step: ``epoch=0-step=100.ckpt`` and ``last.ckpt`` of one save become the
+  files of ``step-00000100``. A second save at a step this run already committed (Lightning
+  saves ``last.ckpt`` again at an epoch's end) keeps the first.
+- **``trainer.save_checkpoint("o41://P/N/final.ckpt")``** by hand goes into the version of
+  the trainer's global step too.
+- **Top-k deletes keep versions.** Versions are immutable (VER-2), and a run must never lose
+  the checkpoint it resumed from (Lightning issue 21813): the delete is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import re
+import threading
+from typing import Any
+
+import fsspec
+
+from .errors import ConfigError, NotAfterLatest, VersionExists
+from .fspaths import parse
+from .location import version_name
+
+log = logging.getLogger("o41")
+
+_LAST = re.compile(r"^last(-v\d+)?\.ckpt$")
+_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
+_lock = threading.Lock()
+_FITTING = "fit"
+
+
+def mend() -> None:
+    """Patch each loaded Lightning (``lightning`` and ``pytorch_lightning``) once."""
+    with _lock:
+        for package in _PACKAGES:
+            try:
+                callbacks = importlib.import_module(f"{package}.callbacks.model_checkpoint")
+                connector = importlib.import_module(
+                    f"{package}.trainer.connectors.checkpoint_connector")
+            except ImportError:
+                continue
+            checkpoint_cls = callbacks.ModelCheckpoint
+            if getattr(checkpoint_cls, "_o41_mended", False):
+                continue
+            _mend_checkpoint(checkpoint_cls)
+            _mend_connector(connector._CheckpointConnector, checkpoint_cls)
+            _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer)
+            checkpoint_cls._o41_mended = True
+
+
+def _o41(callback: Any) -> Any:
+    """The callback's o41 filesystem, or None when its dirpath is elsewhere (told by its
+    protocol: ``o41.filesystem`` imports this module, not the other way round)."""
+    fs = getattr(callback, "_fs", None)
+    dirpath = str(getattr(callback, "dirpath", "") or "")
+    return fs if getattr(fs, "protocol", None) == "o41" and dirpath.startswith("o41://") else None
+
+
+def _mend_checkpoint(cls: Any) -> None:
+    find_last = cls._find_last_checkpoints
+    remove = cls._remove_checkpoint
+
+    @functools.wraps(find_last)
+    def _find_last_checkpoints(self: Any, trainer: Any) -> set[str]:
+        fs = _o41(self)
+        if fs is None:
+            return find_last(self, trainer)
+        return last_checkpoint(fs, parse(fs._strip_protocol(self.dirpath)).artifact)
+
+    @functools.wraps(remove)
+    def _remove_checkpoint(self: Any, trainer: Any, filepath: str) -> None:
+        if _o41(self) is None or not str(filepath).startswith("o41://"):
+            return remove(self, trainer, filepath)
+        log.info("o41: kept %s: committed versions are immutable, and a run keeps what it "
+                 "resumed from", filepath)
+
+    cls._find_last_checkpoints = _find_last_checkpoints
+    cls._remove_checkpoint = _remove_checkpoint
+    for name in [n for n in vars(cls) if n.startswith("on_") and callable(vars(cls)[n])]:
+        setattr(cls, name, _one_version_per_save(vars(cls)[name]))
+
+
+def _one_version_per_save(hook: Any) -> Any:
+    @functools.wraps(hook)
+    def wrapped(self: Any, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+        fs = _o41(self)
+        if fs is None:
+            return hook(self, trainer, *args, **kwargs)
+        step = int(trainer.global_step)
+        try:
+            with fs.transaction as trans:
+                if trans.root_step is None:
+                    trans.root_step = step
+                return hook(self, trainer, *args, **kwargs)
+        except (VersionExists, NotAfterLatest):
+            artifact = parse(fs._strip_protocol(self.dirpath)).artifact
+            if fs._latest.get(artifact) != version_name(step):
+                raise
+            log.info("o41: %s/%s was saved already by this run; this save at the same step "
+                     "is not a new version", artifact, version_name(step))
+            return None
+
+    return wrapped
+
+
+def _mend_trainer(cls: Any) -> None:
+    save = cls.save_checkpoint
+
+    @functools.wraps(save)
+    def save_checkpoint(self: Any, filepath: Any, *args: Any, **kwargs: Any) -> Any:
+        """A checkpoint saved by hand at the top (``o41://P/N/final.ckpt``) goes into the
+        version of the trainer's global step, as ModelCheckpoint's do."""
+        if not str(filepath).startswith("o41://"):
+            return save(self, filepath, *args, **kwargs)
+        fs, _ = fsspec.core.url_to_fs(str(filepath))
+        with fs.transaction as trans:
+            if trans.root_step is None:
+                trans.root_step = int(self.global_step)
+            return save(self, filepath, *args, **kwargs)
+
+    cls.save_checkpoint = save_checkpoint
+
+
+def last_checkpoint(fs: Any, artifact: str) -> set[str]:
+    """``{o41://P/N/step-…/last.ckpt}`` of the latest version, or nothing on a new artifact."""
+    try:
+        version = fs._signed(artifact, fs._latest_name(artifact))
+    except FileNotFoundError:
+        return set()
+    names = [e.name for e in version.files if "/" not in e.name]
+    chosen = sorted(n for n in names if _LAST.match(n)) or sorted(
+        n for n in names if n.endswith(".ckpt"))
+    if not chosen:
+        return set()
+    return {f"o41://{artifact}/{version.version}/{chosen[-1]}"}
+
+
+def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
+    select = cls._select_ckpt_path
+
+    @functools.wraps(select)
+    def _select_ckpt_path(self: Any, state_fn: Any, ckpt_path: Any, *args: Any,
+                          **kwargs: Any) -> Any:
+        trainer = self.trainer
+        fitting = str(getattr(state_fn, "value", state_fn)) == _FITTING
+        if fitting:
+            _refuse_root_dir(trainer, checkpoint_cls)
+        targets = [(cb, fs) for cb in trainer.checkpoint_callbacks
+                   if isinstance(cb, checkpoint_cls) and (fs := _o41(cb)) is not None]
+        for cb, _ in targets:
+            _check_dirpath(cb.dirpath)
+        # One launch, one open: in a multi-process run only global rank 0 opens (and saves,
+        # as Lightning does); the other ranks read.
+        if not getattr(trainer, "is_global_zero", True):
+            targets = []
+        if fitting and ckpt_path == "last":
+            for cb, fs in targets:  # fence first: "last" is then what no zombie can change
+                fs.run(cb.dirpath, resume="latest")
+        chosen = select(self, state_fn, ckpt_path, *args, **kwargs)
+        if fitting:
+            for cb, fs in targets:
+                fs.run(cb.dirpath, resume=_resume_for(cb.dirpath, chosen))
+        return chosen
+
+    cls._select_ckpt_path = _select_ckpt_path
+
+
+def _check_dirpath(dirpath: str) -> None:
+    """A ModelCheckpoint's dirpath is the artifact itself: its saves are the versions."""
+    where = parse(dirpath[6:])
+    if where.version is not None or where.name:
+        raise ConfigError(f"ModelCheckpoint(dirpath={dirpath!r}): the dirpath of an o41 run "
+                          f"is its artifact, o41://{where.artifact}; each save becomes a "
+                          "version (step-XXXXXXXX/) of it")
+
+
+def _resume_for(dirpath: str, ckpt_path: Any) -> str | None:
+    """The open a fit asks for: resume this artifact, fork another's version, or fresh."""
+    if ckpt_path is None:
+        return None
+    text = str(ckpt_path)
+    if not text.startswith("o41://"):
+        return None
+    mine, theirs = parse(dirpath[6:]), parse(text[6:])
+    if theirs.artifact == mine.artifact:
+        return "latest"
+    if theirs.version and theirs.version != "latest":
+        return f"o41://{theirs.artifact}/{theirs.version}"
+    raise ConfigError(f"ckpt_path={text!r}: a fit into {dirpath} forks from a version of "
+                      "another artifact, o41://P/N/step-XXXXXXXX/<file>")
+
+
+def _refuse_root_dir(trainer: Any, checkpoint_cls: Any) -> None:
+    """``default_root_dir="o41://…"`` would put logs and checkpoints/ into folders an
+    artifact does not have: say at launch what to write instead."""
+    root = str(getattr(trainer, "default_root_dir", "") or "")
+    if not root.startswith("o41://"):
+        return
+    logged = [lg for lg in trainer.loggers
+              if str(getattr(lg, "save_dir", "") or getattr(lg, "root_dir", "") or "")
+              .startswith("o41://")]
+    homeless = [cb for cb in trainer.checkpoint_callbacks
+                if isinstance(cb, checkpoint_cls) and not cb.dirpath]
+    if logged or homeless:
+        raise ConfigError(
+            f"Trainer(default_root_dir={root!r}) puts lightning_logs/ and checkpoints/ into "
+            "an o41 artifact, which holds only versions: write Trainer(default_root_dir="
+            f"'<a local folder>', callbacks=[ModelCheckpoint(dirpath={root!r})])")
+
+
+__all__ = ["last_checkpoint", "mend"]
