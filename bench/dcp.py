@@ -144,12 +144,12 @@ def measure(work: Path, total: int, rounds: int, log) -> DcpRates:
                 out.read_ratios.append((_read_bytes(emu, artifact) - before)
                                        / _checkpoint_bytes(emu, artifact))
     finally:
+        emu.stop()  # first: nothing below may leave the server running
         for k, v in saved_env.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
         fsspec.get_filesystem_class("o41").clear_instance_cache()
-        emu.stop()
         shutil.rmtree(work / "data-dcp", ignore_errors=True)
     return out
