@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import control, dataplane, restore, scale, soak, startup
+from . import control, dataplane, dcp, restore, scale, soak, startup
 from .report import Row, limit_row, markdown_table, missing_row, ratio_row, text_table
 from .servers import REPO, Emulator, Moto
 
@@ -42,10 +42,12 @@ class Plan:
     shards: int = 8
     shard_mib: int = 32
     restore_rounds: int = 3
+    dcp_mib: int = 256
+    dcp_rounds: int = 3
 
 
 FULL = Plan(1024, 2, 2, 8, 16, 3.0, 10_000, 100_000, 200, 5, True)
-QUICK = Plan(8, 1, 1, 8, 16, 0.3, 200, 2_000, 5, 1, False, 8, 2, 1)
+QUICK = Plan(8, 1, 1, 8, 16, 0.3, 200, 2_000, 5, 1, False, 8, 2, 1, 8, 1)
 
 
 def _size(mib: int) -> str:
@@ -105,6 +107,33 @@ def run_restore(plan: Plan, work: Path, rows: list[Row], log) -> None:
                          f"{op} (client and server together): {cpu}")
 
 
+def run_dcp(plan: Plan, work: Path, rows: list[Row], log) -> None:
+    what = f"DCP {{}} {_size(plan.dcp_mib)}"
+    ways = (("o41-1", "local-1", "1 thread"), ("o41-4", "local-4", "4 threads"))
+    if not dcp.available():
+        for op in ("save", "load"):
+            for _, _, threads in ways:
+                rows.append(missing_row(f"{what.format(op)} o41://, {threads}", ">= 0.5x",
+                                        "torch is not installed", shown="skipped"))
+        rows.append(missing_row(f"{what.format('load')} o41://, bytes read", "<= 1.020x",
+                                "torch is not installed", shown="skipped"))
+        return
+    r = dcp.measure(work, plan.dcp_mib << 20, plan.dcp_rounds, log)
+    for op, label in (("save", "FileSystemWriter"), ("load", "FileSystemReader")):
+        for ours, theirs, threads in ways:
+            rows.append(ratio_row(f"{what.format(op)} o41://, {threads}", r.best(op, ours),
+                                  r.best(op, theirs), "MB/s", f"local {label}", ">=", 0.5))
+    worst = max(r.read_ratios)
+    rows.append(limit_row(f"{what.format('load')} o41://, bytes read", worst, "x", "<=", 1.02))
+    cpu = "; ".join(f"{op} " + ", ".join(f"{way} {r.cpu.get((op, way), 0):.2f}" for way in
+                                         ("local-1", "o41-1", "local-4", "o41-4"))
+                    for op in ("save", "load"))
+    rows[-1].note = (f"bytes the emulator served per load (usage/read) over the checkpoint's "
+                     f"bytes, worst of {len(r.read_ratios)} loads; save and load figures are "
+                     f"best of {plan.dcp_rounds} interleaved turns, client and emulator on "
+                     f"the same cores; least CPU seconds (client and emulator): {cpu}")
+
+
 def run_control(plan: Plan, work: Path, rows: list[Row], log) -> None:
     emu, moto = Emulator(work / "data-control", work), Moto(work)
     try:
@@ -156,7 +185,8 @@ def run_startup(plan: Plan, work: Path, rows: list[Row], log) -> None:
     rows.append(row)
 
 
-SECTIONS = {"dataplane": run_dataplane, "restore": run_restore, "control": run_control,
+SECTIONS = {"dataplane": run_dataplane, "restore": run_restore, "dcp": run_dcp,
+            "control": run_control,
             "scale": run_scale, "startup": run_startup}
 
 

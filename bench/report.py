@@ -35,6 +35,8 @@ def fmt(value: float, unit: str) -> str:
         return f"{value:.2f} s"
     if unit == "MB":
         return f"{value:.0f} MB"
+    if unit == "x":  # a ratio of bytes, e.g. bytes read over bytes asked for
+        return f"{value:.3f}x"
     return f"{value:g} {unit}"
 
 

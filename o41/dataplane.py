@@ -54,6 +54,9 @@ class Connections:
         conn = self._open().pop((scheme, netloc), None)
         if conn is not None:
             conn.close()
+            with self._lock:  # a long-lived set of connections must not keep dead ones
+                if conn in self._made:
+                    self._made.remove(conn)
 
     def close(self) -> None:
         with self._lock:
@@ -133,9 +136,10 @@ class RangeReply:
 SEND_STEP = 8 * 1024 * 1024
 
 
-def put(conns: Connections, url: str, body: bytes | Path, size: int,
+def put(conns: Connections, url: str, body: bytes | memoryview | Path, size: int,
         tick: Callable[[int], None]) -> tuple[int, bytes]:
-    """PUT ``body`` (bytes, or a file sent with ``sendfile``); returns (status, reply body).
+    """PUT ``body`` (bytes in memory, or a file sent with ``sendfile``); returns (status,
+    reply body).
 
     Network failures are ``Retry``: the PUT of a signed URL may simply be sent again.
     """
@@ -148,8 +152,8 @@ def put(conns: Connections, url: str, body: bytes | Path, size: int,
         conn.putheader("Content-Length", str(size))
         conn.putheader("Content-Type", "application/octet-stream")
         conn.endheaders()
-        if isinstance(body, bytes):
-            conn.send(body)
+        if not isinstance(body, Path):
+            conn.sock.sendall(body)  # a memoryview of a staged file goes without a copy
             tick(size)
         else:
             with open(body, "rb") as f:

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+from fsspec.spec import AbstractFileSystem
 from fsspec.utils import isfilelike
 
 from . import fsrun
@@ -35,6 +35,7 @@ from .api import ApiClient
 from .config import Place, Settings
 from .errors import ConfigError, NotFound, TransportError
 from .fspaths import O41Path, parse, step_in_name
+from .fsread import ReadFile
 from .fsstage import DEFAULT_MARKERS, DEFAULT_PARTS, StepTransaction, is_marker, shared_staging
 from .fswrite import StepWriter
 from .memread import read_range
@@ -352,24 +353,5 @@ def _reuse_for(version: Version) -> float:
         return 0.0
     return max(0.0, min(SIGNED_FOR, left / 2))
 
-
-class ReadFile(AbstractBufferedFile):
-    """A read of one file of a resolved version: each cache miss is a parallel ranged GET."""
-
-    def __init__(self, fs: O41FileSystem, path: str, version: Version, entry: FileEntry,
-                 **kwargs: Any) -> None:
-        self.version, self.entry = version, entry
-        kwargs.setdefault("cache_type", "readahead")
-        super().__init__(fs, path, mode="rb", size=entry.size, **kwargs)
-
-    def _fetch_range(self, start: int, end: int) -> bytes:
-        try:
-            return read_range(self.entry, start, end, workers=self.fs.workers)
-        except TransportError as exc:
-            if exc.status != 403:  # expired URL: sign again, once
-                raise
-        found = self.fs._signed(self.version.artifact or "", self.version.version, fresh=True)
-        self.entry = next(e for e in found.files if e.name == self.entry.name)
-        return read_range(self.entry, start, end, workers=self.fs.workers)
 
 __all__ = ["O41FileSystem", "ReadFile"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import fnmatch
-import io
 import os
 import shutil
 import tempfile
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsspec.transaction import Transaction
+
+from .fsbytes import StagingWriter
 
 if TYPE_CHECKING:
     from .filesystem import O41FileSystem
@@ -198,8 +199,9 @@ def is_marker(name: str, markers: tuple[str, ...]) -> bool:
 is_part = is_marker  # the same matching, against the ``parts`` patterns
 
 
-class WriteFile(io.BufferedWriter):
-    """A file being written to a step: a local staged file, handed to the step on close.
+class WriteFile(StagingWriter):
+    """A file being written to a step: staged (in memory or at ``local``, hashed as it is
+    written, see ``o41.fsbytes``) and handed to the step on close.
 
     Leaving a ``with`` block by an exception, or being collected unclosed, discards it, so a
     marker file cut short by an error never commits its step.
@@ -207,8 +209,8 @@ class WriteFile(io.BufferedWriter):
 
     def __init__(self, fs: O41FileSystem, path: str, key: StepKey, name: str, local: Path,
                  autocommit: bool) -> None:
-        super().__init__(io.FileIO(local, "w"), buffer_size=1024 * 1024)
-        self.fs, self.path, self.key, self.relname, self.local = fs, path, key, name, local
+        super().__init__(local)
+        self.fs, self.path, self.key, self.relname = fs, path, key, name
         self.autocommit = autocommit
         self.discarded = False
 
@@ -221,7 +223,7 @@ class WriteFile(io.BufferedWriter):
     def close(self) -> None:
         if self.closed:
             return
-        super().close()
+        self.local = self.finish(self.relname)  # carries its size and sha256 to the commit
         if not self.discarded:
             self.fs._closed_write(self)
 
@@ -237,9 +239,7 @@ class WriteFile(io.BufferedWriter):
 
     def discard(self) -> None:
         self.discarded = True
-        if not self.closed:
-            super().close()
-        self.local.unlink(missing_ok=True)
+        self.drop()
 
 
 class StepTransaction(Transaction):

@@ -19,10 +19,10 @@ from typing import Any
 from . import fsrun
 from .checkpoint import Run
 from .errors import ConfigError, Fenced, VersionExists
+from .fsbytes import staged_files
 from .fspaths import O41Path, outside_layout, parse, top_version
 from .fsstage import StepKey, WriteFile, cleanup, is_marker, is_part, warn_uncommitted
 from .models import Version
-from .transfer import hash_files
 
 log = logging.getLogger("o41")
 
@@ -99,7 +99,7 @@ class StepWriter:
             return None
         try:
             run = self._writable(step.artifact)
-            local = hash_files(sorted(step.files.items()), self.workers)
+            local = staged_files(sorted(step.files.items()), self.workers)
             try:
                 version = run.save_files(int(step.version[5:]), local)
             except Fenced as exc:

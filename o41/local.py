@@ -24,13 +24,14 @@ Source = str | os.PathLike[str] | Mapping[str, Any] | Iterable[str | os.PathLike
 
 @dataclass(frozen=True)
 class LocalFile:
-    """A file to upload: its version-relative name and either a path or in-memory bytes."""
+    """A file to upload: its version-relative name and either a path or in-memory bytes
+    (``bytes``, or a read-only view of a staged file's memory)."""
 
     name: str
     size: int
     sha256: str
     path: Path | None = None
-    data: bytes | None = None
+    data: bytes | memoryview | None = None
 
     def declaration(self) -> dict[str, Any]:
         return {"name": self.name, "size": self.size, "sha256": self.sha256}

@@ -1,23 +1,87 @@
 """Bytes of one file of a version, read into memory by parallel ranged GETs.
 
-What ``cat_file`` and an fsspec read file need: a byte range ``[start, end)`` of a signed
-URL, split into up to ``workers`` ranges that each thread receives straight into its slice
-of one buffer. A whole file is checked against its sha256; a part of one cannot be.
+What ``cat_file`` and an fsspec read file need: byte ranges of a signed URL, each split
+into ranges of at least ``MIN_PART`` that threads receive straight into the caller's
+buffer (``readinto``: the kernel copies each byte once). The threads are one pool per
+process, so their keep-alive connections outlive a call: a read file's hundredth small
+read costs a request, not a TCP handshake. A whole file is checked against its sha256; a
+part of one cannot be.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import pairwise
 
 from .dataplane import Connections, RangeReply, Retry, data_plane_error
 from .errors import IntegrityError, TransportError
 from .local import WORKERS
 from .models import FileEntry
 
-MIN_PART = 1024 * 1024
+# A request costs the server more than a MiB of sendfile does: below 4 MiB a range is
+# not worth splitting, even on a machine whose cores the server shares.
+MIN_PART = 4 * 1024 * 1024
 RETRIES = 5
+POOL_NAME = "o41-read"
+
+_pool: ThreadPoolExecutor | None = None
+_conns = Connections()
+_pool_lock = threading.Lock()
+atexit.register(_conns.close)  # keep-alive connections end with the process, quietly
+
+
+def shared_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=4 * WORKERS, thread_name_prefix=POOL_NAME)
+        return _pool
+
+
+def fill(entry: FileEntry, segments: list[tuple[int, memoryview]], *,
+         workers: int = WORKERS, conns: Connections | None = None) -> None:
+    """Receive each ``(offset, view)``: bytes ``[offset, offset + len(view))`` into ``view``.
+
+    Every segment is split into up to ``workers`` parts of at least ``MIN_PART``; all parts
+    of all segments run at once, and the first failure is raised once all have ended.
+    """
+    if not entry.url:
+        raise TransportError(f"{entry.name}: the version was read without signed URLs")
+    conns = conns or _conns
+    parts: list[tuple[int, int, memoryview]] = []
+    for offset, view in segments:
+        n = len(view)
+        if n == 0:
+            continue
+        k = max(1, min(workers, n // MIN_PART))
+        cuts = [i * n // k for i in range(k + 1)]
+        parts += [(offset + a, offset + b, view[a:b]) for a, b in pairwise(cuts)]
+    if not parts:
+        return
+    # Inline when there is one part, or when this thread is a pool thread (a pool thread
+    # waiting on its own pool could wait forever).
+    if len(parts) == 1 or threading.current_thread().name.startswith(POOL_NAME):
+        for a, b, view in parts:
+            _receive(entry, conns, a, b, view)
+        return
+    pool = shared_pool()
+    futures: list[Future[None]] = [pool.submit(_receive, entry, conns, a, b, view)
+                                   for a, b, view in parts[1:]]
+    errors: list[BaseException] = []
+    try:
+        _receive(entry, conns, *parts[0])
+    except BaseException as exc:  # re-raised once every other part has stopped
+        errors.append(exc)
+    for fut in futures:
+        exc = fut.exception()
+        if exc is not None:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def read_range(entry: FileEntry, start: int = 0, end: int | None = None, *,
@@ -30,40 +94,17 @@ def read_range(entry: FileEntry, start: int = 0, end: int | None = None, *,
     if end <= start:
         return b""
     buf = bytearray(end - start)
-    view = memoryview(buf)
-    parts = max(1, min(workers, (end - start) // MIN_PART))
-    bounds = [(start + i * (end - start) // parts, start + (i + 1) * (end - start) // parts)
-              for i in range(parts)]
-    own = conns is None
-    conns = conns or Connections()
-    errors: list[BaseException] = []
-
-    def one(a: int, b: int) -> None:
-        try:
-            _receive(entry, conns, a, b, view[a - start:b - start])
-        except BaseException as exc:  # re-raised in the caller's thread
-            errors.append(exc)
-
-    try:
-        if parts == 1:
-            one(*bounds[0])
-        else:
-            threads = [threading.Thread(target=one, args=b) for b in bounds]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-    finally:
-        if own:
-            conns.close()
-    if errors:
-        raise errors[0]
-    if start == 0 and end == entry.size and entry.sha256:
-        digest = hashlib.sha256(buf).hexdigest()
-        if digest != entry.sha256:
-            raise IntegrityError(f"{entry.name}: read {len(buf)} bytes with sha256 {digest}, "
-                                 f"expected sha256 {entry.sha256}")
+    fill(entry, [(start, memoryview(buf))], workers=workers, conns=conns)
+    if start == 0 and end == entry.size:
+        check_sha256(entry, hashlib.sha256(buf).hexdigest(), len(buf))
     return bytes(buf)
+
+
+def check_sha256(entry: FileEntry, digest: str, size: int) -> None:
+    """A whole file's bytes must hash to the sha256 its version lists."""
+    if entry.sha256 and digest != entry.sha256:
+        raise IntegrityError(f"{entry.name}: read {size} bytes with sha256 {digest}, "
+                             f"expected sha256 {entry.sha256}")
 
 
 def _receive(entry: FileEntry, conns: Connections, a: int, b: int, into: memoryview) -> None:
@@ -96,4 +137,4 @@ def _receive(entry: FileEntry, conns: Connections, a: int, b: int, into: memoryv
             time.sleep(0.05 * failures)
 
 
-__all__ = ["read_range"]
+__all__ = ["MIN_PART", "check_sha256", "fill", "read_range", "shared_pool"]
