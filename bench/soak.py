@@ -1,7 +1,7 @@
 """Memory under a mixed load: does the server's RSS level off, or grow with every request?
 
 Raw writers (open, write, signed PUTs, commit, as `curl` would), fsspec writers (the
-``o41://`` filesystem, one step per ``pipe_file`` and its marker) and readers (versions/read
+``o41://`` filesystem, two files of a step in one transaction) and readers (versions/read
 with signed URLs, then a whole or ranged GET) run together against one served emulator for
 a fixed time, while a sampler records the RSS (and PSS) of gunicorn's process tree.
 
@@ -116,8 +116,9 @@ def _fsspec_writer(emu: Emulator, n: int, stop: threading.Event, soak: Soak,
         version = f"step-{step:08d}"
         base = f"o41://{artifact}/{version}"
         try:
-            fs.pipe_file(f"{base}/weights.bin", os.urandom(rng.randint(*sizes)))
-            fs.pipe_file(f"{base}/commit_success.txt", b"ok")  # the marker commits the step
+            with fs.transaction:  # two files, one version (a lone close would commit)
+                fs.pipe_file(f"{base}/weights.bin", os.urandom(rng.randint(*sizes)))
+                fs.pipe_file(f"{base}/commit_success.txt", b"ok")
         except Exception as exc:  # the client's errors name the call; count and go on
             soak.errors[f"fsspec writer: {type(exc).__name__}"] += 1
             continue
