@@ -62,10 +62,11 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
     """Build an emulator app on `config` (Settings, or a mapping of Settings fields; an
     unknown name or a mistyped value is a ValueError).
 
-    `prepare=False` skips bucket creation when a server's master process has done it already.
+    `prepare=False` skips the schema, the keys and bucket creation when a server's master
+    process has done them already.
     """
     settings = config if isinstance(config, Settings) else settings_from(config or {})
-    backend = Backend(settings)
+    backend = Backend(settings, prepared=not prepare)
     if prepare:
         prepare_storage(backend)
     app = Flask(__name__)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from sqlalchemy import text
 
 from tests.emulator_http import AWS, Box, sha
 
@@ -220,8 +221,9 @@ def test_expired_uncommitted_upload_is_reclaimed_with_its_bytes(http, app, artif
     w = box.write("step-00000001", files)
     box.upload(w, files)
     backend = app.extensions["o41"]
-    (key,) = backend.conn().execute("SELECT object_key FROM upload_files WHERE upload_id = ?",
-                                    (w.body["upload"],)).fetchone()
+    (key,) = backend.conn().execute(
+        text("SELECT object_key FROM upload_files WHERE upload_id = :upload"),
+        {"upload": w.body["upload"]}).one()
     assert reclaim_expired_uploads(backend) == 0
     backend.now = lambda: 10**12  # far past every upload's expiry
     assert reclaim_expired_uploads(backend) == 1
