@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ class EngineRates:
 def _cycles(urls: list[str], clients: int, seconds: float) -> float:
     """Closed-loop open, write, commit from `clients` threads; cycles per second."""
     counts = [0] * clients
+    run = uuid.uuid4().hex[:8]  # every turn on new artifacts
     stop = threading.Event()
     failures: list[str] = []
 
@@ -40,7 +42,7 @@ def _cycles(urls: list[str], clients: int, seconds: float) -> float:
         turn = i
         n = 0
         while not stop.is_set():
-            artifact = f"bench/engines-{i}-{n}"
+            artifact = f"bench/engines-{run}-{i}-{n}"
 
             def call(op: str, body: dict) -> dict:
                 nonlocal turn
@@ -117,7 +119,7 @@ def measure(work: Path, clients: int, seconds: float, log) -> EngineRates:
         for _ in range(turns):
             for config, emus in nodes.items():
                 urls = [e.url for e in emus]
-                cycles[config] += _cycles(urls, clients, seconds / turns) / turns
+                cycles[config] += _cycles(urls, clients, max(1.0, seconds / turns)) / turns
                 reads[config] += _reads(urls, clients, seconds / turns) / turns
         return EngineRates(cycles, reads)
     finally:

@@ -46,7 +46,7 @@ class Backend:
                 for spec in settings.keys:
                     keystore.store(self.conn(), spec.key, spec.scopes)
         self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults,
-                                clock=self.now)
+                                clock=lambda: self.now())  # late-bound: tests move it
         self.chaos = Chaos()
 
     def conn(self) -> Connection:

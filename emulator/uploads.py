@@ -29,6 +29,11 @@ _RECEIVED = (UF.update().where(UF.c.upload_id == bindparam("id"), UF.c.name == b
                      received_sha256=bindparam("sha")))
 _EXPIRED = (select(U.c.id, U.c.artifact, U.c.location)
             .where(U.c.state == "open", U.c.expires_at < bindparam("now")))
+_ANY_EXPIRED = _EXPIRED.limit(1)
+# Locked in one order (PostgreSQL), and re-checked once locked: an upload that a commit got
+# to first is no longer open, and is skipped.
+_EXPIRED_LOCKED = _EXPIRED.order_by(U.c.id).with_for_update()
+_STATE_LOCKED = _STATE.with_for_update()
 
 
 def pause(point: str) -> None:
@@ -130,7 +135,7 @@ def _make_current(
     conn = backend.conn()
     with db.transaction(conn):
         # Locked (PostgreSQL): a commit or a reclaim of this upload takes its turn after.
-        row = conn.execute(_STATE.with_for_update(), {"id": upload_id}).mappings().first()
+        row = conn.execute(_STATE_LOCKED, {"id": upload_id}).mappings().first()
         _require_open(backend, row, upload_id)
         old = conn.execute(_OBJECT_KEY, {"id": upload_id, "name": name}).first()
         if old is None:
@@ -147,13 +152,10 @@ def reclaim_expired_uploads(backend: Backend) -> int:
     commit got to first is skipped, and once marked, no commit or PUT can use it.
     """
     conn = backend.conn()
-    if not conn.execute(_EXPIRED.limit(1), {"now": backend.now()}).first():
+    if not conn.execute(_ANY_EXPIRED, {"now": backend.now()}).first():
         return 0  # the common case, without taking the write lock
     with db.transaction(conn):
-        # Locked in one order (PostgreSQL), and re-checked once locked: an upload that a
-        # commit got to first is no longer open, and is skipped.
-        rows = conn.execute(_EXPIRED.order_by(U.c.id).with_for_update(),
-                            {"now": backend.now()}).mappings().all()
+        rows = conn.execute(_EXPIRED_LOCKED, {"now": backend.now()}).mappings().all()
         ids = [row["id"] for row in rows]
         if ids:
             conn.execute(U.update().where(db.member_of(conn, U.c.id, ids))

@@ -34,7 +34,8 @@ _LATEST = select(func.max(V.c.step)).where(_BY_ARTIFACT)
 _EARLIEST = select(func.min(V.c.step)).where(_BY_ARTIFACT)  # the stale-latest fault
 _VERSION = select(V).where(_BY_ARTIFACT, V.c.step == bindparam("step"))
 _HAS_VERSION = select(V.c.step).where(_BY_ARTIFACT, V.c.step == bindparam("step"))
-_EPOCH = select(A.c.epoch, A.c.holder).where(A.c.name == bindparam("artifact"))
+_EPOCH = (select(A.c.epoch, A.c.holder).where(A.c.name == bindparam("artifact"))
+          .with_for_update())
 _UPLOAD = (select(U).where(U.c.id == bindparam("id"), U.c.artifact == bindparam("artifact"))
            .with_for_update())
 _UPLOAD_FILES = select(UF).where(UF.c.upload_id == bindparam("id")).order_by(UF.c.name)
@@ -57,7 +58,7 @@ def latest_step(backend: Backend, artifact: str) -> int | None:
 def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None:
     """FENCE-2: anything carrying an epoch older than the artifact's newest is refused."""
     # Locked (PostgreSQL): an open of this artifact waits until this write or commit ends.
-    row = backend.conn().execute(_EPOCH.with_for_update(), {"artifact": artifact}).mappings().one()
+    row = backend.conn().execute(_EPOCH, {"artifact": artifact}).mappings().one()
     if row["epoch"] > epoch and "no-fencing" not in backend.faults:
         raise Fenced(
             f"{what} of epoch {epoch} refused: {artifact} was opened at epoch {row['epoch']} "
