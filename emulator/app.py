@@ -89,6 +89,10 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
         elif path.startswith("/data/"):
             _apply_chaos(backend, "data/put" if request.method == "PUT" else "data/get")
 
+    @app.teardown_request
+    def _release_connection(_exc: BaseException | None) -> None:
+        backend.release()
+
     @app.after_request
     def _log_line(response: Response) -> Response:
         # One line per call: operation, subject -> status, outcome. Keys are never logged.

@@ -7,6 +7,7 @@ Flask layer only parses requests and renders what comes back.
 from __future__ import annotations
 
 import threading
+import weakref
 
 from sqlalchemy import Connection, RowMapping, bindparam, select
 
@@ -48,12 +49,24 @@ class Backend:
         self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults,
                                 clock=lambda: self.now())  # late-bound: tests move it
         self.chaos = Chaos()
+        self.release()
+        # A pool's idle connections close with their Backend, not whenever the GC finds them.
+        weakref.finalize(self, self.engine.dispose)
 
     def conn(self) -> Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.invalidated or conn.closed:  # e.g. PostgreSQL restarted
             conn = self._local.conn = self.engine.connect()
         return conn
+
+    def release(self) -> None:
+        """The end of a request: a PostgreSQL connection goes back to the pool, so a node
+        holds as many as it has requests in progress (threads beyond them hold none). A
+        SQLite connection stays with its thread, page cache and all."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self.engine.dialect.name != "sqlite":
+            self._local.conn = None
+            conn.close()
 
     def close(self) -> None:
         """Close this thread's connection; the CLI must do so before gunicorn forks workers,

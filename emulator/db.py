@@ -49,14 +49,19 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import NullPool
-from sqlalchemy.sql.expression import ColumnElement, FunctionElement
+from sqlalchemy.sql.expression import ColumnElement, FunctionElement, Join
 
 metadata = MetaData()
 
 
+# Text compares by code point under both engines: SQLite's BINARY, PostgreSQL's "C"
+# (whatever the server's locale), so every ORDER BY lists names in one order.
+_TEXT = Text().with_variant(Text(collation="C"), "postgresql")
+
+
 def _text(name: str, *, key: bool = False, null: bool = False, default: str | None = None
           ) -> Column:
-    return Column(name, Text, primary_key=key, nullable=null, server_default=default)
+    return Column(name, _TEXT, primary_key=key, nullable=null, server_default=default)
 
 
 def _int(name: str, *, key: bool = False, null: bool = False, default: str | None = None
@@ -160,6 +165,9 @@ api_keys = Table(
 TABLES = (artifacts, tokens, uploads, upload_files, versions, version_files, transfers)
 
 
+POOL_SIZE = 8  # PostgreSQL connections each process keeps open between requests
+
+
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
@@ -174,7 +182,10 @@ def engine_for(url: str) -> Engine:
     if is_postgresql(url):
         if url.startswith(("postgresql:", "postgres:")):
             url = "postgresql+psycopg:" + url.split(":", 1)[1]
-        return create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        # A request holds a connection only while it runs (`Backend.release`); the pool keeps
+        # a few open per process, and a busy thread beyond them opens one for its request.
+        return create_engine(url, isolation_level="AUTOCOMMIT", pool_size=POOL_SIZE,
+                             max_overflow=256, pool_timeout=60, skip_autocommit_rollback=True)
     engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool,
                            connect_args={"timeout": 30, "check_same_thread": False})
 
@@ -356,3 +367,24 @@ def now(conn: Connection) -> float:
         return conn.exec_driver_sql("SELECT extract(epoch from clock_timestamp())::float8"
                                     ).scalar_one()
     return time.time()
+
+
+class ordered_join(Join):  # noqa: N801 - used like `join`
+    """`left JOIN right ON ...` with `left` kept as the outer loop: under SQLite a
+    `CROSS JOIN ... ON` (its planner never reorders one), so rows come in the order of
+    `left`'s index and need no sort; a plain join elsewhere."""
+
+    inherit_cache = True
+
+
+@compiles(ordered_join, "sqlite")
+def _ordered_join_sqlite(element: ordered_join, compiler: Any, **kw: Any) -> str:
+    kw["asfrom"] = True
+    return (f"{compiler.process(element.left, **kw)} CROSS JOIN "
+            f"{compiler.process(element.right, **kw)} ON "
+            f"{compiler.process(element.onclause, **kw)}")
+
+
+@compiles(ordered_join)
+def _ordered_join_default(element: ordered_join, compiler: Any, **kw: Any) -> str:
+    return compiler.visit_join(element, **kw)

@@ -8,6 +8,7 @@ one row. Costs are computed from the price table when the report is read.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -15,12 +16,13 @@ from sqlalchemy import (
     Float,
     Text,
     and_,
+    bindparam,
     cast,
     column,
     func,
     literal_column,
     select,
-    values,
+    union_all,
 )
 from sqlalchemy.sql import ColumnElement
 
@@ -80,6 +82,20 @@ def _transfer_kinds(backend: Backend, conn: Connection, where: ColumnElement | N
     return kinds
 
 
+def _priced(kinds: list[tuple]) -> tuple[Any, dict]:
+    """The kinds as a CTE of bound parameters, and their values: SQLAlchemy caches a
+    statement so built by the number of kinds (literal VALUES would compile every call)."""
+    selects, params = [], {}
+    for i, kind in enumerate(kinds):
+        cols = []
+        for col, value in zip(_KIND_COLUMNS, kind, strict=True):
+            name = f"k{i}_{col.name}"
+            params[name] = value
+            cols.append(bindparam(name, type_=col.type).label(col.name))
+        selects.append(select(*cols))
+    return (union_all(*selects) if len(selects) > 1 else selects[0]).cte("kinds"), params
+
+
 def _where(conn: Connection, who: Principal, artifact: str | None) -> ColumnElement | None:
     """Rows of `artifact` (or all) that the key can read; usually no scope filter is needed."""
     if artifact is not None:
@@ -100,9 +116,9 @@ def _transfers(backend: Backend, who: Principal, artifact: str | None,
     kinds = _transfer_kinds(backend, conn, where)
     if not kinds:
         return RawJSON("[]")
-    priced = values(*_KIND_COLUMNS, name="kinds").data(kinds).cte("kinds")
+    priced, params = _priced(kinds)
     k = priced.c
-    joined = T.join(priced, and_(
+    joined = db.ordered_join(T, priced, and_(
         k.direction == T.c.direction, k.location == T.c.location, k.place == T.c.place,
         k.route == T.c.route))
     cost = T.c.bytes * k.per_gb / literal_column(f"{GB}.0")
@@ -113,7 +129,7 @@ def _transfers(backend: Backend, who: Principal, artifact: str | None,
             .order_by(T.c.artifact, T.c.version, T.c.direction))
     if where is not None:
         totals, rows = totals.where(where), rows.where(where)
-    for rt, direction, nbytes, total in conn.execute(totals):
+    for rt, direction, nbytes, total in conn.execute(totals, params):
         routes[rt][f"{direction}_bytes"] += nbytes
         routes[rt]["cost_usd"] += total
     r = rows.subquery()
@@ -125,7 +141,7 @@ def _transfers(backend: Backend, who: Principal, artifact: str | None,
               literal_column("'route'"), r.c.route,
               literal_column("'bytes'"), r.c.bytes,
               literal_column("'cost_usd'"), r.c.cost_usd]
-    return RawJSON(conn.execute(select(db.json_array(*fields))).scalar_one())
+    return RawJSON(conn.execute(select(db.json_array(*fields)), params).scalar_one())
 
 
 def _place_json(text: str | None) -> dict | None:
