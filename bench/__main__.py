@@ -133,8 +133,9 @@ def run_engines(plan: Plan, work: Path, rows: list[Row], log) -> None:
     reads_fig = f"versions/read urls=1, {plan.clients} clients"
     if not postgres.available():
         for fig in (cycles_fig, reads_fig):
-            rows.append(missing_row(f"{fig}, PostgreSQL", "-", "no PostgreSQL 15 installed "
-                                    "(apt-get install -y postgresql)"))
+            for config in engines.CONFIGS[1:]:
+                rows.append(missing_row(f"{fig}, {config}", "-", "no PostgreSQL 15 "
+                                        "installed (apt-get install -y postgresql)"))
         return
     r = engines.measure(work, 8, plan.seconds, log)
     sqlite = engines.CONFIGS[0]

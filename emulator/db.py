@@ -315,13 +315,19 @@ def put(conn: Connection, table: Table, row: dict) -> None:
     conn.execute(_putting(conn.dialect.name, table), row)
 
 
-def member_of(conn: Connection, column: ColumnElement, values: list[str]) -> ColumnElement:
-    """`column IN values` as ONE bound parameter, however long the list (SQLite caps a
-    statement's parameters): a JSON array under SQLite, an array under PostgreSQL."""
-    if conn.dialect.name == "postgresql":
-        return column == any_(bindparam("members", values, type_=postgresql.ARRAY(Text)))
+def member_of(dialect: str, column: ColumnElement, name: str) -> ColumnElement:
+    """`column IN :name` as ONE bound parameter, however long the list (SQLite caps a
+    statement's parameters): a JSON array under SQLite, an array under PostgreSQL. Its
+    value is `members(dialect, values)`."""
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(Text)))
     return column.in_(select(literal_column("value")).select_from(
-        func.json_each(json.dumps(values))))
+        func.json_each(bindparam(name, type_=Text))))
+
+
+def members(dialect: str, values: list[str]) -> Any:
+    """The value of a `member_of` parameter."""
+    return list(values) if dialect == "postgresql" else json.dumps(values)
 
 
 class json_array(FunctionElement):  # noqa: N801 - reads as the SQL function it renders

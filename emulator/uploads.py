@@ -158,9 +158,11 @@ def reclaim_expired_uploads(backend: Backend) -> int:
         rows = conn.execute(_EXPIRED_LOCKED, {"now": backend.now()}).mappings().all()
         ids = [row["id"] for row in rows]
         if ids:
-            conn.execute(U.update().where(db.member_of(conn, U.c.id, ids))
-                         .values(state="reclaimed"))
-            conn.execute(UF.delete().where(db.member_of(conn, UF.c.upload_id, ids)))
+            dialect = conn.dialect.name
+            listed = {"ids": db.members(dialect, ids)}
+            conn.execute(U.update().where(db.member_of(dialect, U.c.id, "ids"))
+                         .values(state="reclaimed"), listed)
+            conn.execute(UF.delete().where(db.member_of(dialect, UF.c.upload_id, "ids")), listed)
     pause("reclaim:marked")
     for row in rows:
         bucket = backend.location(row["location"]).bucket

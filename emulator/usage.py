@@ -7,6 +7,7 @@ one row. Costs are computed from the price table when the report is read.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -67,12 +68,11 @@ class RawJSON(str):
     again."""
 
 
-def _transfer_kinds(backend: Backend, conn: Connection, where: ColumnElement | None
+def _transfer_kinds(backend: Backend, conn: Connection, query: Any, params: dict
                     ) -> list[tuple]:
     """The few kinds of transfer row (direction, location, place, route), priced once each."""
     kinds = []
-    query = _KINDS if where is None else _KINDS.where(where)
-    for direction, location, place, rt in conn.execute(query):
+    for direction, location, place, rt in conn.execute(query, params):
         loc = backend.location(location)
         p = place_from_text(place)
         per_gb = backend.settings.prices.per_gb_of(direction, rt, loc.cloud,
@@ -82,41 +82,41 @@ def _transfer_kinds(backend: Backend, conn: Connection, where: ColumnElement | N
     return kinds
 
 
-def _priced(kinds: list[tuple]) -> tuple[Any, dict]:
-    """The kinds as a CTE of bound parameters, and their values: SQLAlchemy caches a
-    statement so built by the number of kinds (literal VALUES would compile every call)."""
-    selects, params = [], {}
-    for i, kind in enumerate(kinds):
-        cols = []
-        for col, value in zip(_KIND_COLUMNS, kind, strict=True):
-            name = f"k{i}_{col.name}"
-            params[name] = value
-            cols.append(bindparam(name, type_=col.type).label(col.name))
-        selects.append(select(*cols))
-    return (union_all(*selects) if len(selects) > 1 else selects[0]).cte("kinds"), params
-
-
-def _where(conn: Connection, who: Principal, artifact: str | None) -> ColumnElement | None:
-    """Rows of `artifact` (or all) that the key can read; usually no scope filter is needed."""
+def _where(conn: Connection, who: Principal, artifact: str | None) -> tuple[str, dict]:
+    """Which rows (`artifact`'s, all, or those the key can read) and the parameters that
+    say so; usually no scope filter is needed."""
     if artifact is not None:
-        return T.c.artifact == artifact
+        return "artifact", {"artifact": artifact}
     artifacts = conn.execute(_ARTIFACTS).scalars().all()
     readable = [a for a in artifacts if who.can("read", a)]
     if len(readable) == len(artifacts):
-        return None
-    return db.member_of(conn, T.c.artifact, readable)
+        return "all", {}
+    return "readable", {"readable": db.members(conn.dialect.name, readable)}
 
 
-def _transfers(backend: Backend, who: Principal, artifact: str | None,
-               routes: dict) -> RawJSON:
-    """Every transfer row as JSON, built inside the database: a report can hold tens of
-    thousands of rows, and shaping and encoding them in Python took most of the call's time."""
-    conn = backend.conn()
-    where = _where(conn, who, artifact)
-    kinds = _transfer_kinds(backend, conn, where)
-    if not kinds:
-        return RawJSON("[]")
-    priced, params = _priced(kinds)
+@functools.cache
+def _filter(dialect: str, rows: str) -> ColumnElement | None:
+    if rows == "artifact":
+        return T.c.artifact == bindparam("artifact")
+    if rows == "readable":
+        return db.member_of(dialect, T.c.artifact, "readable")
+    return None
+
+
+@functools.cache
+def _kinds_query(dialect: str, rows: str) -> Any:
+    where = _filter(dialect, rows)
+    return _KINDS if where is None else _KINDS.where(where)
+
+
+@functools.cache
+def _report(dialect: str, rows: str, n_kinds: int) -> tuple[Any, Any]:
+    """The totals and the JSON rows over `n_kinds` kinds, built once: building them costs
+    more than running them on a small report. The kinds are a CTE of bound parameters
+    (`k0_direction`, ...), so the compiled form is cached too."""
+    selects = [select(*(bindparam(f"k{i}_{c.name}", type_=c.type).label(c.name)
+                        for c in _KIND_COLUMNS)) for i in range(n_kinds)]
+    priced = (union_all(*selects) if n_kinds > 1 else selects[0]).cte("kinds")
     k = priced.c
     joined = db.ordered_join(T, priced, and_(
         k.direction == T.c.direction, k.location == T.c.location, k.place == T.c.place,
@@ -124,15 +124,13 @@ def _transfers(backend: Backend, who: Principal, artifact: str | None,
     cost = T.c.bytes * k.per_gb / literal_column(f"{GB}.0")
     totals = (select(T.c.route, T.c.direction, cast(func.sum(T.c.bytes), BigInteger),
                      func.sum(cost)).select_from(joined).group_by(T.c.route, T.c.direction))
-    rows = (select(T.c.direction, T.c.artifact, T.c.version, k.loc_json, k.place_json,
-                   T.c.route, T.c.bytes, cost.label("cost_usd")).select_from(joined)
-            .order_by(T.c.artifact, T.c.version, T.c.direction))
+    listed = (select(T.c.direction, T.c.artifact, T.c.version, k.loc_json, k.place_json,
+                     T.c.route, T.c.bytes, cost.label("cost_usd")).select_from(joined)
+              .order_by(T.c.artifact, T.c.version, T.c.direction))
+    where = _filter(dialect, rows)
     if where is not None:
-        totals, rows = totals.where(where), rows.where(where)
-    for rt, direction, nbytes, total in conn.execute(totals, params):
-        routes[rt][f"{direction}_bytes"] += nbytes
-        routes[rt]["cost_usd"] += total
-    r = rows.subquery()
+        totals, listed = totals.where(where), listed.where(where)
+    r = listed.subquery()
     fields = [literal_column("'direction'"), r.c.direction,
               literal_column("'artifact'"), r.c.artifact,
               literal_column("'version'"), r.c.version,
@@ -141,7 +139,26 @@ def _transfers(backend: Backend, who: Principal, artifact: str | None,
               literal_column("'route'"), r.c.route,
               literal_column("'bytes'"), r.c.bytes,
               literal_column("'cost_usd'"), r.c.cost_usd]
-    return RawJSON(conn.execute(select(db.json_array(*fields)), params).scalar_one())
+    return totals, select(db.json_array(*fields))
+
+
+def _transfers(backend: Backend, who: Principal, artifact: str | None,
+               routes: dict) -> RawJSON:
+    """Every transfer row as JSON, built inside the database: a report can hold tens of
+    thousands of rows, and shaping and encoding them in Python took most of the call's time."""
+    conn = backend.conn()
+    dialect = conn.dialect.name
+    rows, params = _where(conn, who, artifact)
+    kinds = _transfer_kinds(backend, conn, _kinds_query(dialect, rows), params)
+    if not kinds:
+        return RawJSON("[]")
+    for i, kind in enumerate(kinds):
+        params.update({f"k{i}_{c.name}": v for c, v in zip(_KIND_COLUMNS, kind, strict=True)})
+    totals, as_json = _report(dialect, rows, len(kinds))
+    for rt, direction, nbytes, total in conn.execute(totals, params):
+        routes[rt][f"{direction}_bytes"] += nbytes
+        routes[rt]["cost_usd"] += total
+    return RawJSON(conn.execute(as_json, params).scalar_one())
 
 
 def _place_json(text: str | None) -> dict | None:
