@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import weakref
 
-from sqlalchemy import Connection, RowMapping, bindparam, select
+from sqlalchemy import Connection, Engine, RowMapping, bindparam, select
 
 from . import db, keys, keystore
 from .chaos import Chaos
@@ -21,6 +21,13 @@ from .signing import UrlSigner
 from .storage import Storage, make_storage
 
 _TOKEN = select(db.tokens).where(db.tokens.c.token == bindparam("token"))
+
+
+def _close_all(held: set[Connection], engine: Engine) -> None:
+    for conn in list(held):
+        conn.close()
+    held.clear()
+    engine.dispose()
 
 
 class Backend:
@@ -42,6 +49,7 @@ class Backend:
         # A connection per thread, reused across requests: connecting per request would cost
         # more than most queries here, and SQLite connections must not cross threads.
         self._local = threading.local()
+        self._held: set[Connection] = set()  # every thread's, closed with the Backend
         if not prepared:
             with db.transaction(self.conn()):
                 for spec in settings.keys:
@@ -50,13 +58,14 @@ class Backend:
                                 clock=lambda: self.now())  # late-bound: tests move it
         self.chaos = Chaos()
         self.release()
-        # A pool's idle connections close with their Backend, not whenever the GC finds them.
-        weakref.finalize(self, self.engine.dispose)
+        # Connections close with their Backend, not whenever the GC finds them.
+        weakref.finalize(self, _close_all, self._held, self.engine)
 
     def conn(self) -> Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.invalidated or conn.closed:  # e.g. PostgreSQL restarted
             conn = self._local.conn = self.engine.connect()
+            self._held.add(conn)
         return conn
 
     def release(self) -> None:
@@ -66,6 +75,7 @@ class Backend:
         conn = getattr(self._local, "conn", None)
         if conn is not None and self.engine.dialect.name != "sqlite":
             self._local.conn = None
+            self._held.discard(conn)
             conn.close()
 
     def close(self) -> None:
@@ -73,8 +83,10 @@ class Backend:
         since SQLite's lock bookkeeping does not survive a fork (disk I/O errors follow)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
+            self._held.discard(conn)
             conn.close()
             self._local.conn = None
+        self.engine.dispose()  # and a PostgreSQL pool's idle connections: no fork shares them
 
     def now(self) -> float:
         """Unix seconds by the database's clock, which every node shares."""
