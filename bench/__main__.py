@@ -18,8 +18,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import control, dataplane, dcp, restore, scale, soak, startup
-from .report import Row, limit_row, markdown_table, missing_row, ratio_row, text_table
+from . import control, dataplane, dcp, engines, postgres, restore, scale, soak, startup
+from .report import (
+    Row,
+    limit_row,
+    markdown_table,
+    missing_row,
+    ratio_row,
+    side_row,
+    text_table,
+)
 from .servers import REPO, Emulator, Moto
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
@@ -149,6 +157,28 @@ def run_control(plan: Plan, work: Path, rows: list[Row], log) -> None:
     ]
 
 
+def run_engines(plan: Plan, work: Path, rows: list[Row], log) -> None:
+    cycles_fig = "open+write+commit, 8 clients"
+    reads_fig = f"versions/read urls=1, {plan.clients} clients"
+    if not postgres.available():
+        for fig in (cycles_fig, reads_fig):
+            for config in engines.CONFIGS[1:]:
+                rows.append(missing_row(f"{fig}, {config}", "-", "no PostgreSQL 15 "
+                                        "installed (apt-get install -y postgresql)"))
+        return
+    r = engines.measure(work, 8, plan.seconds, log)
+    sqlite = engines.CONFIGS[0]
+    for config in engines.CONFIGS[1:]:
+        rows.append(side_row(f"{cycles_fig}, {config}", r.cycles[config], r.cycles[sqlite],
+                             "cycles/s", sqlite))
+    for config in engines.CONFIGS[1:]:
+        rows.append(side_row(f"{reads_fig}, {config}", r.reads[config], r.reads[sqlite],
+                             "req/s", sqlite))
+    rows[-1].note = ("no goal: what sharing one PostgreSQL across nodes costs against the "
+                     "embedded SQLite; measured in 3 interleaved turns; two nodes share "
+                     "this machine's cores with the database")
+
+
 def run_scale(plan: Plan, work: Path, rows: list[Row], log) -> None:
     log(f"seeding {plan.versions:,} versions and {plan.transfers:,} transfers")
     lat = scale.scale(work / "data-scale", work, plan.versions, plan.transfers, plan.samples)
@@ -186,8 +216,8 @@ def run_startup(plan: Plan, work: Path, rows: list[Row], log) -> None:
 
 
 SECTIONS = {"dataplane": run_dataplane, "restore": run_restore, "dcp": run_dcp,
-            "control": run_control,
-            "scale": run_scale, "startup": run_startup}
+            "control": run_control, "engines": run_engines, "scale": run_scale,
+            "startup": run_startup}
 
 
 def _memory_dir(plan: Plan) -> str | None:

@@ -27,8 +27,8 @@ class Row:
 def fmt(value: float, unit: str) -> str:
     if unit == "MB/s":
         return f"{value:,.0f} MB/s"
-    if unit == "req/s":
-        return f"{value:,.0f} req/s"
+    if unit in ("req/s", "cycles/s"):
+        return f"{value:,.0f} {unit}"
     if unit == "ms":
         return f"{value:.2f} ms" if value < 10 else f"{value:,.0f} ms"
     if unit == "s":
@@ -55,6 +55,12 @@ def limit_row(figure: str, ours: float, unit: str, op: str, target: float,
     against = f"{label} {fmt(theirs, unit)}" if theirs is not None else label or "-"
     return Row(figure, fmt(ours, unit), against, ratio, f"{op} {fmt(target, unit)}",
                OPS[op](ours, target))
+
+
+def side_row(figure: str, ours: float, theirs: float, unit: str, label: str) -> Row:
+    """A figure beside its reference with no goal: what a choice costs, shown, not judged."""
+    ratio = ours / theirs if theirs else None
+    return Row(figure, fmt(ours, unit), f"{label} {fmt(theirs, unit)}", ratio, "-", None)
 
 
 def missing_row(figure: str, goal: str, why: str, shown: str = "missing") -> Row:

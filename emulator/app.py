@@ -63,10 +63,11 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
     """Build an emulator app on `config` (Settings, or a mapping of Settings fields; an
     unknown name or a mistyped value is a ValueError).
 
-    `prepare=False` skips bucket creation when a server's master process has done it already.
+    `prepare=False` skips the schema, the keys and bucket creation when a server's master
+    process has done them already.
     """
     settings = config if isinstance(config, Settings) else settings_from(config or {})
-    backend = Backend(settings)
+    backend = Backend(settings, prepared=not prepare)
     if prepare:
         prepare_storage(backend)
     app = Flask(__name__)
@@ -96,6 +97,10 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
             g.who = backend.authenticate(request.headers.get("Authorization"))
         elif path.startswith("/data/"):
             _apply_chaos(backend, "data/put" if request.method == "PUT" else "data/get")
+
+    @app.teardown_request
+    def _release_connection(_exc: BaseException | None) -> None:
+        backend.release()
 
     @app.after_request
     def _log_line(response: Response) -> Response:

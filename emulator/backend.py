@@ -6,11 +6,12 @@ Flask layer only parses requests and renders what comes back.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-import time
+import weakref
 
-from . import db, keys
+from sqlalchemy import Connection, Engine, RowMapping, bindparam, select
+
+from . import db, keys, keystore
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
@@ -19,42 +20,77 @@ from .locations import Geography, Location
 from .signing import UrlSigner
 from .storage import Storage, make_storage
 
+_TOKEN = select(db.tokens).where(db.tokens.c.token == bindparam("token"))
+
+
+def _close_all(held: set[Connection], engine: Engine) -> None:
+    for conn in list(held):
+        conn.close()
+    held.clear()
+    engine.dispose()
+
 
 class Backend:
     """One emulator's settings, geography, storage, signer and database connections."""
 
-    def __init__(self, settings: Settings, storage: Storage | None = None) -> None:
+    def __init__(self, settings: Settings, storage: Storage | None = None, *,
+                 prepared: bool = False) -> None:
+        """`prepared`: a server's master process made the schema and stored the keys, so a
+        worker only connects."""
         self.settings = settings
         self.faults = ActiveFaults(settings.faults)
         self.geography: Geography = settings.geography()
-        db.initialise(settings.db_path)
+        if settings.database is None:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.engine = db.engine_for(settings.database_url)
+        if not prepared:
+            db.initialise(self.engine)
         self.storage = storage or make_storage(settings)
         # A connection per thread, reused across requests: connecting per request would cost
         # more than most queries here, and SQLite connections must not cross threads.
         self._local = threading.local()
-        with db.transaction(self.conn()):
-            for spec in settings.keys:
-                keys.store(self.conn(), spec.key, spec.scopes)
-        self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults)
+        self._held: set[Connection] = set()  # every thread's, closed with the Backend
+        if not prepared:
+            with db.transaction(self.conn()):
+                for spec in settings.keys:
+                    keystore.store(self.conn(), spec.key, spec.scopes)
+        self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults,
+                                clock=lambda: self.now())  # late-bound: tests move it
         self.chaos = Chaos()
+        self.release()
+        # Connections close with their Backend, not whenever the GC finds them.
+        weakref.finalize(self, _close_all, self._held, self.engine)
 
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = db.connect(self.settings.db_path)
+        if conn is None or conn.invalidated or conn.closed:  # e.g. PostgreSQL restarted
+            conn = self._local.conn = self.engine.connect()
+            self._held.add(conn)
         return conn
+
+    def release(self) -> None:
+        """The end of a request: a PostgreSQL connection goes back to the pool, so a node
+        holds as many as it has requests in progress (threads beyond them hold none). A
+        SQLite connection stays with its thread, page cache and all."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self.engine.dialect.name != "sqlite":
+            self._local.conn = None
+            self._held.discard(conn)
+            conn.close()
 
     def close(self) -> None:
         """Close this thread's connection; the CLI must do so before gunicorn forks workers,
         since SQLite's lock bookkeeping does not survive a fork (disk I/O errors follow)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
+            self._held.discard(conn)
             conn.close()
             self._local.conn = None
+        self.engine.dispose()  # and a PostgreSQL pool's idle connections: no fork shares them
 
-    @staticmethod
-    def now() -> float:
-        return time.time()
+    def now(self) -> float:
+        """Unix seconds by the database's clock, which every node shares."""
+        return db.now(self.conn())
 
     def location(self, location_id: str) -> Location:
         return self.geography.get(location_id)
@@ -62,16 +98,16 @@ class Backend:
     def authenticate(self, header: str | None) -> keys.Principal:
         if Fault.NO_KEY_CHECK in self.faults:
             try:
-                return keys.authenticate(self.conn(), header)
+                return keystore.authenticate(self.conn(), header)
             except Exception:
                 return keys.ANYONE
-        return keys.authenticate(self.conn(), header)
+        return keystore.authenticate(self.conn(), header)
 
-    def token(self, token: object, artifact: str) -> sqlite3.Row:
+    def token(self, token: object, artifact: str) -> RowMapping:
         """The open that issued `token`; unknown or another artifact's token is 400."""
         if not isinstance(token, str) or not token:
             raise InvalidArgument("token is required")
-        row = self.conn().execute("SELECT * FROM tokens WHERE token = ?", (token,)).fetchone()
+        row = self.conn().execute(_TOKEN, {"token": token}).mappings().first()
         if row is None:
             raise InvalidArgument("unknown token; open the artifact first")
         if row["artifact"] != artifact:

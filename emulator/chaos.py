@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 from dataclasses import asdict, dataclass
+
+from sqlalchemy import Connection, select
 
 from . import db
 from .errors import InvalidArgument
@@ -70,6 +71,9 @@ def parse_rules(raw: object) -> list[ChaosRule]:
     return rules
 
 
+_RULES = select(db.meta.c.value).where(db.meta.c.name == "chaos")
+
+
 @dataclass(frozen=True)
 class Effect:
     status: int = 0
@@ -78,28 +82,25 @@ class Effect:
 
 
 class Chaos:
-    """The chaos rules shared by every worker, kept in the `meta` table."""
+    """The chaos rules shared by every worker and every node, kept in the `meta` table."""
 
     def __init__(self) -> None:
         # (raw JSON, parsed rules) swapped as one object, so threads never see a torn pair.
         self._cache: tuple[str, list[ChaosRule]] = ("[]", [])
 
-    def store(self, conn: sqlite3.Connection, rules: list[ChaosRule]) -> None:
+    def store(self, conn: Connection, rules: list[ChaosRule]) -> None:
         with db.transaction(conn):
-            conn.execute(
-                "INSERT OR REPLACE INTO meta (name, value) VALUES ('chaos', ?)",
-                (json.dumps([asdict(r) for r in rules]),),
-            )
+            db.put(conn, db.meta, {"name": "chaos",
+                                   "value": json.dumps([asdict(r) for r in rules])})
 
-    def rules(self, conn: sqlite3.Connection) -> list[ChaosRule]:
-        row = conn.execute("SELECT value FROM meta WHERE name = 'chaos'").fetchone()
-        raw = row[0] if row else "[]"
+    def rules(self, conn: Connection) -> list[ChaosRule]:
+        raw = conn.execute(_RULES).scalar() or "[]"
         cache = self._cache
         if raw != cache[0]:  # parse only when the rules changed
             cache = self._cache = (raw, [ChaosRule(**r) for r in json.loads(raw)])
         return cache[1]
 
-    def effect(self, conn: sqlite3.Connection, operation: str) -> Effect | None:
+    def effect(self, conn: Connection, operation: str) -> Effect | None:
         """What chaos does to this call, decided by each matching rule's coin."""
         for index, rule in enumerate(self.rules(conn)):
             if not rule.matches(operation) or random.random() >= rule.probability:
@@ -109,13 +110,15 @@ class Chaos:
             return Effect(rule.status, rule.latency_ms, rule.cut_after_bytes)
         return None
 
-    def _spend(self, conn: sqlite3.Connection, index: int) -> bool:
+    def _spend(self, conn: Connection, index: int) -> bool:
         """Use one of a counted rule's firings, in a transaction shared by every worker."""
         with db.transaction(conn):
-            row = conn.execute("SELECT value FROM meta WHERE name = 'chaos'").fetchone()
-            rules = json.loads(row[0]) if row else []
+            # Locked: two nodes spending the last firing at once must not both fire.
+            raw = conn.execute(_RULES.with_for_update()).scalar()
+            rules = json.loads(raw) if raw else []
             if index >= len(rules) or not rules[index].get("times"):
                 return False
             rules[index]["times"] -= 1
-            conn.execute("UPDATE meta SET value = ? WHERE name = 'chaos'", (json.dumps(rules),))
+            conn.execute(db.meta.update().where(db.meta.c.name == "chaos")
+                         .values(value=json.dumps(rules)))
         return True

@@ -193,7 +193,7 @@ def serve(
             prepared = Backend(settings)
             prepare_storage(prepared)
             prepared.close()
-        except Exception as exc:  # a bad endpoint or data dir should say so, not trace back
+        except Exception as exc:  # a bad endpoint, database or data dir says so, no trace
             raise click.ClickException(f"cannot prepare storage: {exc}") from None
         try:
             sock = bind(host, port)
@@ -210,13 +210,20 @@ def serve(
                 fg="red",
                 err=True,
             )
+        if settings.database and settings.storage == "fs":
+            click.secho(
+                "!!! database is shared but storage fs keeps bytes in this node's data dir: "
+                "nodes sharing the database need storage s3 on one S3 endpoint",
+                fg="yellow",
+                err=True,
+            )
         key = DEFAULT_KEY if any(k.key == DEFAULT_KEY for k in settings.keys) else "<your key>"
         click.echo(f"o41 emulator listening on {url}")
         click.echo(f"export O41_ARTIFACTS_API_URL={url}/api/v1")
         click.echo(f"export O41_ARTIFACTS_API_KEY={key}")
         click.echo(
             f"data in {root}{' (temporary)' if temporary else ''}; storage "
-            f"{settings.storage}; Ctrl-C to stop",
+            f"{settings.storage}; metadata {_database_shown(settings)}; Ctrl-C to stop",
             err=True,
         )
         sys.stdout.flush()
@@ -224,6 +231,15 @@ def serve(
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _database_shown(settings: Settings) -> str:
+    """The metadata database as a log line may show it: never with its password."""
+    if settings.database is None:
+        return "in the data dir (SQLite)"
+    from sqlalchemy.engine import make_url
+
+    return make_url(settings.database).render_as_string(hide_password=True)
 
 
 def exposure(host: str, settings: Settings, open_admin: bool) -> Settings:

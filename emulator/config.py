@@ -63,6 +63,9 @@ class Settings:
     `create_app`'s mapping are read against."""
 
     data_dir: Path = _setting(help="metadata and buckets", toml=False, range="a directory")
+    database: str | None = _setting(None, "metadata database: a SQLite file in the data dir "
+                                    "(default), or postgresql://user@host:port/db shared by "
+                                    "several nodes", cli=True)
     storage: str = _setting("fs", "bucket backend: folders under the data dir (fs) or an S3 "
                             "endpoint (s3)", cli=True, choices=("fs", "s3"))
     s3_endpoint: str | None = _setting(None, "S3-compatible endpoint for storage s3, e.g. "
@@ -124,6 +127,11 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return self.data_dir / "metadata.sqlite3"
+
+    @property
+    def database_url(self) -> str:
+        """The metadata database as an SQLAlchemy URL."""
+        return self.database or f"sqlite:///{self.db_path}"
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,15 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from sqlalchemy import select
+
+from . import db
 from .backend import Backend
 from .keys import ANYONE
 from .locations import ROUTES
 from .usage import read_usage
+
+A, V, U, T, TK = db.artifacts, db.versions, db.uploads, db.transfers, db.tokens
 
 
 @dataclass
@@ -115,25 +120,25 @@ def artifacts(backend: Backend) -> list[ArtifactView]:
     conn = backend.conn()
     cross_reads: dict[tuple[str, str], list[str]] = defaultdict(list)
     for row in conn.execute(
-        "SELECT artifact, version, place FROM transfers WHERE direction = 'read' "
-        "AND route = 'cross_cloud' ORDER BY place"
-    ):
+        select(T.c.artifact, T.c.version, T.c.place)
+        .where(T.c.direction == "read", T.c.route == "cross_cloud").order_by(T.c.place)
+    ).mappings():
         cross_reads[(row["artifact"], row["version"])].append(row["place"] or "unknown place")
     forks: dict[tuple[str, str], list[str]] = defaultdict(list)
     for row in conn.execute(
-        "SELECT name, forked_from_artifact, forked_from_version FROM artifacts "
-        "WHERE forked_from_artifact IS NOT NULL ORDER BY name"
-    ):
+        select(A.c.name, A.c.forked_from_artifact, A.c.forked_from_version)
+        .where(A.c.forked_from_artifact.is_not(None)).order_by(A.c.name)
+    ).mappings():
         forks[(row["forked_from_artifact"], row["forked_from_version"])].append(row["name"])
     lanes: dict[str, dict[int, Lane]] = defaultdict(dict)
-    for row in conn.execute("SELECT * FROM tokens ORDER BY artifact, epoch"):
+    for row in conn.execute(select(TK).order_by(TK.c.artifact, TK.c.epoch)).mappings():
         lanes[row["artifact"]][row["epoch"]] = Lane(
             row["epoch"], row["holder"], row["place"], row["created_at"], None
         )
     for row in conn.execute(
-        "SELECT artifact, version, step, location, size, epoch, holder, placement, created_at "
-        "FROM versions ORDER BY artifact, step"
-    ):
+        select(V.c.artifact, V.c.version, V.c.step, V.c.location, V.c.size, V.c.epoch,
+               V.c.holder, V.c.placement, V.c.created_at).order_by(V.c.artifact, V.c.step)
+    ).mappings():
         mark = VersionMark(
             row["version"], row["step"], row["location"], row["size"], row["epoch"],
             row["holder"], row["placement"], row["created_at"],
@@ -142,12 +147,12 @@ def artifacts(backend: Backend) -> list[ArtifactView]:
         )
         _lane(lanes[row["artifact"]], row["epoch"], row["holder"]).versions.append(mark)
     out = []
-    for row in conn.execute("SELECT * FROM artifacts ORDER BY name"):
+    for row in conn.execute(select(A).order_by(A.c.name)).mappings().all():
         by_epoch = lanes[row["name"]]
         for up in conn.execute(
-            "SELECT version, epoch, holder, location FROM uploads WHERE artifact = ? "
-            "AND state = 'open' ORDER BY step", (row["name"],)
-        ):
+            select(U.c.version, U.c.epoch, U.c.holder, U.c.location)
+            .where(U.c.artifact == row["name"], U.c.state == "open").order_by(U.c.step)
+        ).mappings():
             state = "fenced" if up["epoch"] < row["epoch"] else "uploading"
             _lane(by_epoch, up["epoch"], up["holder"]).attempts.append(
                 Attempt(up["version"], up["location"], state)

@@ -1,184 +1,396 @@
-"""SQLite metadata: schema, connections, and the write transaction every rule runs in.
+"""The metadata store: one schema in SQLAlchemy Core, two engines (SQLite and PostgreSQL).
 
-WAL lets readers proceed beside one writer; `BEGIN IMMEDIATE` takes the write lock at the
-start of an open or a commit, so fencing is decided by one serialised transaction even with
-several worker processes on one data directory.
+Rules write their SQL once, in Core, against the tables below; the few places where the
+dialects differ (taking the write lock, upserts, JSON built by the database, a long
+`IN` list, the database's clock) are functions here, so no rule module names a dialect.
+
+SQLite (the default, a file in the data dir): WAL lets readers proceed beside one writer,
+and `BEGIN IMMEDIATE` takes the write lock at the start of an open or a commit, so fencing
+is decided by one serialised transaction even across worker processes.
+
+PostgreSQL (the `database` setting): many emulator processes share one database. A
+transaction there is READ COMMITTED, so every read-modify-write locks the rows it decides
+on (`SELECT ... FOR UPDATE`, which SQLite's compiler leaves out: its write lock is already
+held) and a first insert that may race another uses `ON CONFLICT`.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import secrets
-import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS artifacts (
-    name TEXT PRIMARY KEY,
-    epoch INTEGER NOT NULL,
-    holder TEXT,
-    versions INTEGER NOT NULL DEFAULT 0,
-    forked_from_artifact TEXT,
-    forked_from_version TEXT,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tokens (
-    token TEXT PRIMARY KEY,
-    artifact TEXT NOT NULL,
-    epoch INTEGER NOT NULL,
-    holder TEXT NOT NULL,
-    place TEXT NOT NULL DEFAULT '',
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS uploads (
-    id TEXT PRIMARY KEY,
-    artifact TEXT NOT NULL,
-    token TEXT NOT NULL,
-    epoch INTEGER NOT NULL,
-    holder TEXT NOT NULL,
-    version TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    location TEXT NOT NULL,
-    place TEXT NOT NULL DEFAULT '',
-    placement TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'open',
-    created_at TEXT NOT NULL,
-    expires_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS uploads_by_state ON uploads (state, expires_at);
-CREATE TABLE IF NOT EXISTS upload_files (
-    upload_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    sha256 TEXT NOT NULL,
-    received_size INTEGER,
-    received_sha256 TEXT,
-    object_key TEXT,
-    PRIMARY KEY (upload_id, name)
-);
-CREATE TABLE IF NOT EXISTS versions (
-    artifact TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    version TEXT NOT NULL,
-    location TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    epoch INTEGER NOT NULL,
-    holder TEXT NOT NULL,
-    place TEXT NOT NULL DEFAULT '',
-    placement TEXT NOT NULL,
-    upload_id TEXT NOT NULL,
-    PRIMARY KEY (artifact, step)
-);
-CREATE TABLE IF NOT EXISTS version_files (
-    artifact TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    sha256 TEXT NOT NULL,
-    object_key TEXT,
-    PRIMARY KEY (artifact, step, name)
-);
-CREATE TABLE IF NOT EXISTS transfers (
-    direction TEXT NOT NULL,
-    artifact TEXT NOT NULL,
-    version TEXT NOT NULL,
-    location TEXT NOT NULL,
-    place TEXT NOT NULL,
-    route TEXT NOT NULL,
-    bytes INTEGER NOT NULL,
-    PRIMARY KEY (direction, artifact, version, location, place, route)
-);
--- The usage report reads transfers by artifact in (artifact, version, direction) order:
--- covering that order means no sort and no table lookups, even over 100,000 rows.
-CREATE INDEX IF NOT EXISTS transfers_report
-    ON transfers (artifact, version, direction, location, place, route, bytes);
-CREATE TABLE IF NOT EXISTS api_keys (
-    key_hash TEXT NOT NULL,
-    prefix TEXT NOT NULL,
-    access TEXT NOT NULL,
-    PRIMARY KEY (key_hash, prefix)
-);
-"""
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Engine,
+    Float,
+    Index,
+    MetaData,
+    Table,
+    Text,
+    any_,
+    bindparam,
+    create_engine,
+    event,
+    func,
+    inspect,
+    literal_column,
+    select,
+    text,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.pool import NullPool
+from sqlalchemy.sql.expression import ColumnElement, FunctionElement, Join
 
-TABLES = (
-    "artifacts",
-    "tokens",
-    "uploads",
-    "upload_files",
-    "versions",
-    "version_files",
-    "transfers",
+metadata = MetaData()
+
+
+# Text compares by code point under both engines: SQLite's BINARY, PostgreSQL's "C"
+# (whatever the server's locale), so every ORDER BY lists names in one order.
+_TEXT = Text().with_variant(Text(collation="C"), "postgresql")
+
+
+def _text(name: str, *, key: bool = False, null: bool = False, default: str | None = None
+          ) -> Column:
+    return Column(name, _TEXT, primary_key=key, nullable=null, server_default=default)
+
+
+def _int(name: str, *, key: bool = False, null: bool = False, default: str | None = None
+         ) -> Column:
+    # BIGINT: sizes and byte counts pass 2**31; SQLite stores every integer in 64 bits anyway.
+    return Column(name, BigInteger, primary_key=key, nullable=null, server_default=default,
+                  autoincrement=False)
+
+
+meta = Table("meta", metadata, _text("name", key=True), _text("value"))
+artifacts = Table(
+    "artifacts", metadata,
+    _text("name", key=True),
+    _int("epoch"),
+    _text("holder", null=True),
+    _int("versions", default="0"),
+    _text("forked_from_artifact", null=True),
+    _text("forked_from_version", null=True),
+    _text("created_at"),
+)
+tokens = Table(
+    "tokens", metadata,
+    _text("token", key=True),
+    _text("artifact"),
+    _int("epoch"),
+    _text("holder"),
+    _text("place", default=""),
+    _text("created_at"),
+)
+uploads = Table(
+    "uploads", metadata,
+    _text("id", key=True),
+    _text("artifact"),
+    _text("token"),
+    _int("epoch"),
+    _text("holder"),
+    _text("version"),
+    _int("step"),
+    _text("location"),
+    _text("place", default=""),
+    _text("placement"),
+    _text("state", default="open"),
+    _text("created_at"),
+    Column("expires_at", Float, nullable=False),
+    Index("uploads_by_state", "state", "expires_at"),
+)
+upload_files = Table(
+    "upload_files", metadata,
+    _text("upload_id", key=True),
+    _text("name", key=True),
+    _int("size"),
+    _text("sha256"),
+    _int("received_size", null=True),
+    _text("received_sha256", null=True),
+    _text("object_key", null=True),
+)
+versions = Table(
+    "versions", metadata,
+    _text("artifact", key=True),
+    _int("step", key=True),
+    _text("version"),
+    _text("location"),
+    _int("size"),
+    _text("created_at"),
+    _int("epoch"),
+    _text("holder"),
+    _text("place", default=""),
+    _text("placement"),
+    _text("upload_id"),
+)
+version_files = Table(
+    "version_files", metadata,
+    _text("artifact", key=True),
+    _int("step", key=True),
+    _text("name", key=True),
+    _int("size"),
+    _text("sha256"),
+    _text("object_key", null=True),
+)
+transfers = Table(
+    "transfers", metadata,
+    _text("direction", key=True),
+    _text("artifact", key=True),
+    _text("version", key=True),
+    _text("location", key=True),
+    _text("place", key=True),
+    _text("route", key=True),
+    _int("bytes"),
+    # The usage report reads transfers by artifact in (artifact, version, direction) order:
+    # covering that order means no sort and no table lookups, even over 100,000 rows.
+    Index("transfers_report", "artifact", "version", "direction", "location", "place",
+          "route", "bytes"),
+)
+api_keys = Table(
+    "api_keys", metadata,
+    _text("key_hash", key=True),
+    _text("prefix", key=True),
+    _text("access"),
 )
 
-
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode; transactions are opened explicitly."""
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 30000")
-    # NORMAL is durable across a killed process in WAL mode; only an OS crash can lose the tail.
-    conn.execute("PRAGMA synchronous = NORMAL")
-    return conn
+TABLES = (artifacts, tokens, uploads, upload_files, versions, version_files, transfers)
 
 
-def initialise(path: Path) -> None:
-    """Create the schema once (idempotent) and the data plane's signing secret."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = connect(path)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        with transaction(conn):
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            _add_object_keys(conn)
-            _unknown_places_as_empty(conn)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (name, value) VALUES ('secret', ?)",
-                (secrets.token_urlsafe(32),),
-            )
-    finally:
-        conn.close()
+POOL_SIZE = 8  # PostgreSQL connections each process keeps open between requests
 
 
-def _add_object_keys(conn: sqlite3.Connection) -> None:
-    """Data dirs made before PUTs wrote unique keys lack `object_key`; NULL there means
-    the file lives at its old fixed key `artifact/upload/name`."""
-    for table in ("upload_files", "version_files"):
-        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}  # noqa: S608
-        if "object_key" not in columns:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN object_key TEXT")  # noqa: S608
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
 
 
-def _unknown_places_as_empty(conn: sqlite3.Connection) -> None:
-    """Data dirs made before places had one stored form kept an unknown place as NULL in
-    these tables (and as '' in `transfers`); now it is '' everywhere."""
-    for table in ("tokens", "uploads", "versions"):
-        conn.execute(f"UPDATE {table} SET place = '' WHERE place IS NULL")  # noqa: S608
+def is_postgresql(url: str) -> bool:
+    return url.startswith(("postgresql:", "postgresql+", "postgres:"))
+
+
+def engine_for(url: str) -> Engine:
+    """An engine whose connections autocommit: `transaction` opens each transaction
+    explicitly, so a read never holds a snapshot (or a lock) past its statement."""
+    if is_postgresql(url):
+        if url.startswith(("postgresql:", "postgres:")):
+            url = "postgresql+psycopg:" + url.split(":", 1)[1]
+        # A request holds a connection only while it runs (`Backend.release`); the pool keeps
+        # a few open per process, and a busy thread beyond them opens one for its request.
+        return create_engine(url, isolation_level="AUTOCOMMIT", pool_size=POOL_SIZE,
+                             max_overflow=256, pool_timeout=60, skip_autocommit_rollback=True)
+    engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool,
+                           connect_args={"timeout": 30, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA busy_timeout = 30000")
+        # NORMAL is durable across a killed process in WAL mode; only an OS crash loses the tail.
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    return engine
+
+
+_BEGIN = {"sqlite": "BEGIN IMMEDIATE", "postgresql": "BEGIN"}
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One write transaction holding the database's write lock from its first statement."""
-    conn.execute("BEGIN IMMEDIATE")
+def transaction(conn: Connection) -> Iterator[Connection]:
+    """One write transaction: under SQLite it holds the database's write lock from its
+    first statement; under PostgreSQL the rules lock the rows they decide on."""
+    conn.exec_driver_sql(_BEGIN[conn.dialect.name])
     try:
         yield conn
     except BaseException:
-        if conn.in_transaction:  # SQLite may have rolled back already (e.g. on I/O errors)
-            conn.execute("ROLLBACK")
+        try:
+            conn.exec_driver_sql("ROLLBACK")
+        except DBAPIError:
+            pass  # SQLite rolled back already (e.g. on I/O errors), or the connection is gone
         raise
     else:
-        conn.execute("COMMIT")
+        conn.exec_driver_sql("COMMIT")
 
 
-def secret(conn: sqlite3.Connection) -> str:
-    return conn.execute("SELECT value FROM meta WHERE name = 'secret'").fetchone()[0]
+def initialise(engine: Engine) -> None:
+    """Create the schema once (idempotent, also when nodes start together), migrate old
+    SQLite data dirs, and make the data plane's signing secret, shared by every node."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("PRAGMA journal_mode = WAL")
+        with transaction(conn):
+            if conn.dialect.name == "postgresql":
+                # Two nodes creating the tables at once would collide in the catalogue.
+                conn.execute(text("SELECT pg_advisory_xact_lock(4141)"))
+            metadata.create_all(conn)
+            for table in metadata.tables.values():
+                for index in table.indexes:
+                    index.create(conn, checkfirst=True)
+            _add_object_keys(conn)
+            _unknown_places_as_empty(conn)
+            insert_ignore(conn, meta, [{"name": "secret", "value": secrets.token_urlsafe(32)}])
 
 
-def wipe(conn: sqlite3.Connection) -> None:
+def _add_object_keys(conn: Connection) -> None:
+    """Data dirs made before PUTs wrote unique keys lack `object_key`; NULL there means
+    the file lives at its old fixed key `artifact/upload/name`."""
+    inspector = inspect(conn)
+    for table in (upload_files, version_files):
+        columns = {c["name"] for c in inspector.get_columns(table.name)}
+        if "object_key" not in columns:
+            conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN object_key TEXT"))
+
+
+def _unknown_places_as_empty(conn: Connection) -> None:
+    """Data dirs made before places had one stored form kept an unknown place as NULL in
+    these tables (and as '' in `transfers`); now it is '' everywhere."""
+    for table in (tokens, uploads, versions):
+        conn.execute(table.update().where(table.c.place.is_(None)).values(place=""))
+
+
+def secret(conn: Connection) -> str:
+    return conn.execute(select(meta.c.value).where(meta.c.name == "secret")).scalar_one()
+
+
+def wipe(conn: Connection) -> None:
     with transaction(conn):
         for table in TABLES:
-            conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+            conn.execute(table.delete())
+
+
+# --- where the dialects differ -----------------------------------------------------------
+
+_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+
+
+@functools.cache
+def _ignoring(dialect: str, table: Table) -> Any:
+    return (_INSERTS[dialect](table).on_conflict_do_nothing()
+            .execution_options(preserve_rowcount=True))
+
+
+@functools.cache
+def _adding(dialect: str, table: Table, column: str) -> Any:
+    stmt = _INSERTS[dialect](table)
+    key = [c.name for c in table.primary_key.columns]
+    return stmt.on_conflict_do_update(
+        index_elements=key, set_={column: table.c[column] + stmt.excluded[column]})
+
+
+@functools.cache
+def _putting(dialect: str, table: Table) -> Any:
+    stmt = _INSERTS[dialect](table)
+    key = [c.name for c in table.primary_key.columns]
+    return stmt.on_conflict_do_update(
+        index_elements=key,
+        set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in key})
+
+
+def insert_ignore(conn: Connection, table: Table, rows: Sequence[dict]) -> int:
+    """Insert rows whose key is new, skipping the others (`ON CONFLICT DO NOTHING`); the
+    number inserted. Under PostgreSQL a racing insert of the same key waits, then skips."""
+    if not rows:
+        return 0
+    stmt = _ignoring(conn.dialect.name, table)
+    if len(rows) == 1:  # one execute, whose rowcount both drivers report exactly
+        return conn.execute(stmt, rows[0]).rowcount
+    return conn.execute(stmt, list(rows)).rowcount
+
+
+def add_to(conn: Connection, table: Table, row: dict, column: str) -> None:
+    """Insert `row`, or add its `column` to the row already under its key."""
+    conn.execute(_adding(conn.dialect.name, table, column), row)
+
+
+def put(conn: Connection, table: Table, row: dict) -> None:
+    """Insert `row` (every column), or replace the other columns of the row under its key."""
+    conn.execute(_putting(conn.dialect.name, table), row)
+
+
+def member_of(dialect: str, column: ColumnElement, name: str) -> ColumnElement:
+    """`column IN :name` as ONE bound parameter, however long the list (SQLite caps a
+    statement's parameters): a JSON array under SQLite, an array under PostgreSQL. Its
+    value is `members(dialect, values)`."""
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(Text)))
+    return column.in_(select(literal_column("value")).select_from(
+        func.json_each(bindparam(name, type_=Text))))
+
+
+def members(dialect: str, values: list[str]) -> Any:
+    """The value of a `member_of` parameter."""
+    return list(values) if dialect == "postgresql" else json.dumps(values)
+
+
+class json_array(FunctionElement):  # noqa: N801 - reads as the SQL function it renders
+    """A JSON array of one JSON object per row, as text: `json_array(k1, v1, k2, v2, ...)`
+    aggregates over the (ordered) rows of its FROM."""
+
+    inherit_cache = True
+    type = Text()
+
+
+class json_value(FunctionElement):  # noqa: N801
+    """Text that holds JSON, embedded as JSON (not as a string) in `json_array`."""
+
+    inherit_cache = True
+
+
+@compiles(json_array, "sqlite")
+def _json_array_sqlite(element: json_array, compiler: Any, **kw: Any) -> str:
+    return f"json_group_array(json_object({compiler.process(element.clauses, **kw)}))"
+
+
+@compiles(json_array, "postgresql")
+def _json_array_pg(element: json_array, compiler: Any, **kw: Any) -> str:
+    # json_agg over an ordered subquery keeps its order; no rows is '[]', not NULL.
+    return (f"coalesce(json_agg(json_build_object({compiler.process(element.clauses, **kw)}))"
+            "::text, '[]')")
+
+
+@compiles(json_value, "sqlite")
+def _json_value_sqlite(element: json_value, compiler: Any, **kw: Any) -> str:
+    return f"json({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(json_value, "postgresql")
+def _json_value_pg(element: json_value, compiler: Any, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS json)"
+
+
+def now(conn: Connection) -> float:
+    """Unix seconds by the database's clock, the one clock every node shares (expiry is
+    compared across nodes); SQLite's is this machine's, read without a query."""
+    if conn.dialect.name == "postgresql":
+        return conn.exec_driver_sql("SELECT extract(epoch from clock_timestamp())::float8"
+                                    ).scalar_one()
+    return time.time()
+
+
+class ordered_join(Join):  # noqa: N801 - used like `join`
+    """`left JOIN right ON ...` with `left` kept as the outer loop: under SQLite a
+    `CROSS JOIN ... ON` (its planner never reorders one), so rows come in the order of
+    `left`'s index and need no sort; a plain join elsewhere."""
+
+    inherit_cache = True
+
+
+@compiles(ordered_join, "sqlite")
+def _ordered_join_sqlite(element: ordered_join, compiler: Any, **kw: Any) -> str:
+    kw["asfrom"] = True
+    return (f"{compiler.process(element.left, **kw)} CROSS JOIN "
+            f"{compiler.process(element.right, **kw)} ON "
+            f"{compiler.process(element.onclause, **kw)}")
+
+
+@compiles(ordered_join)
+def _ordered_join_default(element: ordered_join, compiler: Any, **kw: Any) -> str:
+    return compiler.visit_join(element, **kw)

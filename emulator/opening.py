@@ -10,6 +10,8 @@ from __future__ import annotations
 import secrets
 import socket
 
+from sqlalchemy import Connection, RowMapping, bindparam, select
+
 from . import db
 from .backend import Backend
 from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
@@ -19,6 +21,25 @@ from .names import Place, artifact_name, fork_uri, version_name
 from .replies import version_json
 from .stored import iso, place_text
 from .versions import latest_step
+
+A, V = db.artifacts, db.versions
+_ARTIFACT = select(A).where(A.c.name == bindparam("name"))
+_LOCKED = _ARTIFACT.with_for_update()
+_VERSION = select(V).where(V.c.artifact == bindparam("artifact"), V.c.step == bindparam("step"))
+# Statements are built once: SQLAlchemy then finds each one's compiled form by identity.
+_REOPEN = (A.update().where(A.c.name == bindparam("artifact"))
+           .values(epoch=bindparam("new_epoch"), holder=bindparam("new_holder")))
+_FORKED = (A.update().where(A.c.name == bindparam("artifact"))
+           .values(forked_from_artifact=bindparam("source"),
+                   forked_from_version=bindparam("source_version")))
+_TOKEN = db.tokens.insert()
+
+
+def lock_artifact(conn: Connection, name: str) -> RowMapping | None:
+    """The artifact's row, locked until the transaction ends (PostgreSQL; SQLite's write
+    lock is held already): opens and commits of one artifact take turns on it, so each
+    decides on the epoch and the versions the last one left."""
+    return conn.execute(_LOCKED, {"name": name}).mappings().first()
 
 
 def default_holder() -> str:
@@ -50,55 +71,45 @@ def open_artifact(
     conn = backend.conn()
     now = backend.now()
     with db.transaction(conn):
-        row = conn.execute("SELECT * FROM artifacts WHERE name = ?", (name,)).fetchone()
+        row = lock_artifact(conn, name)
+        created = False
+        if row is None:
+            created = db.insert_ignore(conn, A, [{"name": name, "epoch": 1, "holder": holder,
+                                                  "versions": 0, "created_at": iso(now)}]) == 1
+            if not created:  # another node's first open came first: this one follows it
+                row = lock_artifact(conn, name)
         has_versions = row is not None and row["versions"] > 0
         resume_row = None
         if fork is not None:
             if has_versions and Fault.FORK_INTO_NONEMPTY not in backend.faults:
                 raise NotEmpty(f"{name} has checkpoints; a fork must go to a new, empty artifact")
-            resume_row = conn.execute(
-                "SELECT * FROM versions WHERE artifact = ? AND step = ? AND version = ?",
-                (fork.artifact, fork.step, fork.version),
-            ).fetchone()
+            resume_row = conn.execute(_VERSION.where(V.c.version == fork.version), {
+                "artifact": fork.artifact, "step": fork.step}).mappings().first()
             if resume_row is None:
                 raise NotFound(f"checkpoint o41://{fork.artifact}/{fork.version} does not exist")
         elif resume == "latest":
             step = latest_step(backend, name)
             if step is not None:
-                resume_row = conn.execute(
-                    "SELECT * FROM versions WHERE artifact = ? AND step = ?", (name, step)
-                ).fetchone()
+                resume_row = conn.execute(_VERSION, {"artifact": name, "step": step}
+                                          ).mappings().first()
         elif has_versions and Fault.FRESH_OVERWRITES not in backend.faults:
             raise HasCheckpoints(
                 f"{name} has {row['versions']} checkpoint(s); resume 'latest' or fork to a "
                 "new artifact instead of starting fresh"
             )
         fenced = None
-        if row is None:
+        if created:
             epoch = 1
-            conn.execute(
-                "INSERT INTO artifacts (name, epoch, holder, versions, created_at) "
-                "VALUES (?, 1, ?, 0, ?)",
-                (name, holder, iso(now)),
-            )
         else:
             epoch = row["epoch"] + 1
             fenced = {"epoch": row["epoch"], "holder": row["holder"]}
-            conn.execute(
-                "UPDATE artifacts SET epoch = ?, holder = ? WHERE name = ?", (epoch, holder, name)
-            )
+            conn.execute(_REOPEN, {"artifact": name, "new_epoch": epoch, "new_holder": holder})
         if fork is not None:
-            conn.execute(
-                "UPDATE artifacts SET forked_from_artifact = ?, forked_from_version = ? "
-                "WHERE name = ?",
-                (fork.artifact, fork.version, name),
-            )
+            conn.execute(_FORKED, {"artifact": name, "source": fork.artifact,
+                                   "source_version": fork.version})
         token = "tk_" + secrets.token_urlsafe(24)
-        conn.execute(
-            "INSERT INTO tokens (token, artifact, epoch, holder, place, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (token, name, epoch, holder, place_text(place), iso(now)),
-        )
+        conn.execute(_TOKEN, {"token": token, "artifact": name, "epoch": epoch, "holder": holder,
+                              "place": place_text(place), "created_at": iso(now)})
         resume_from = (
             version_json(backend, resume_row, place, base_url=base_url)
             if resume_row is not None
@@ -124,7 +135,7 @@ def open_artifact(
 def read_artifact(backend: Backend, who: Principal, artifact: object) -> dict:
     name = artifact_name(artifact)
     who.require("read", name)
-    row = backend.conn().execute("SELECT * FROM artifacts WHERE name = ?", (name,)).fetchone()
+    row = backend.conn().execute(_ARTIFACT, {"name": name}).mappings().first()
     if row is None:
         raise NotFound(f"artifact {name} does not exist")
     step = latest_step(backend, name)

@@ -3,13 +3,19 @@ fields, and signed URLs on request), and where a version's files live in their b
 
 from __future__ import annotations
 
-import sqlite3
+from sqlalchemy import RowMapping, bindparam, select
 
+from . import db
 from .backend import Backend
 from .faults import Fault
 from .locations import route
 from .names import Place
 from .stored import iso, place_text
+
+VF = db.version_files
+_FILES = (select(VF.c.name, VF.c.size, VF.c.sha256, VF.c.object_key)
+          .where(VF.c.artifact == bindparam("artifact"), VF.c.step == bindparam("step"))
+          .order_by(VF.c.name))
 
 
 def object_key(artifact: str, upload_id: str, file_name: str) -> str:
@@ -29,7 +35,7 @@ def route_fields(backend: Backend, location: Place, reader: Place | None) -> dic
 
 def version_json(
     backend: Backend,
-    row: sqlite3.Row,
+    row: RowMapping,
     reader: Place | None,
     *,
     files: bool = True,
@@ -48,15 +54,8 @@ def version_json(
         "holder": row["holder"],
     }
     if files:
-        rows = (
-            backend.conn()
-            .execute(
-                "SELECT name, size, sha256, object_key FROM version_files "
-                "WHERE artifact = ? AND step = ? ORDER BY name",
-                (row["artifact"], row["step"]),
-            )
-            .fetchall()
-        )
+        rows = backend.conn().execute(
+            _FILES, {"artifact": row["artifact"], "step": row["step"]}).mappings().all()
         out["files"] = [{"name": f["name"], "size": f["size"], "sha256": f["sha256"]} for f in rows]
         # Each file is read from the object its commit recorded (NULL: a pre-upgrade key).
         keys = [

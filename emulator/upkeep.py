@@ -3,10 +3,19 @@ start, and what the `/_emulator/` endpoints read and change (health, keys, state
 
 from __future__ import annotations
 
-from . import db, keys
+from sqlalchemy import bindparam, func, select, text
+
+from . import db, keys, keystore
 from .backend import Backend
 from .errors import Forbidden, InvalidArgument
 from .uploads import reclaim_expired_uploads
+
+A, V, U = db.artifacts, db.versions, db.uploads
+_ARTIFACTS = select(A.c.name, A.c.epoch, A.c.holder, A.c.versions, A.c.forked_from_artifact,
+                    A.c.forked_from_version, A.c.created_at).order_by(A.c.name)
+_VERSIONS = (select(V.c.version, V.c.location, V.c.size, V.c.epoch, V.c.holder, V.c.placement)
+             .where(V.c.artifact == bindparam("artifact")).order_by(V.c.step))
+_OPEN_UPLOADS = select(func.count()).select_from(U).where(U.c.state == "open")
 
 
 def prepare_storage(backend: Backend) -> None:
@@ -21,7 +30,7 @@ def prepare_storage(backend: Backend) -> None:
 
 def health(backend: Backend) -> dict:
     """Healthy once the database answers; also says which faults are on."""
-    backend.conn().execute("SELECT 1").fetchone()
+    backend.conn().execute(text("SELECT 1")).scalar_one()
     return {"status": "ok", "faults": sorted(backend.faults)}
 
 
@@ -37,12 +46,12 @@ def add_key(backend: Backend, key: object, scopes: object) -> dict:
     parsed = keys.parse_scopes(scopes)
     conn = backend.conn()
     with db.transaction(conn):
-        existing = keys.scopes_of(conn, key)
+        existing = keystore.scopes_of(conn, key)
         stored = tuple(sorted(dict(parsed).items()))  # one access per prefix, last wins
         if existing not in (None, stored) and not backend.settings.admin_key:
             raise Forbidden("this key exists already; changing its scopes needs the admin "
                             "key (start the emulator with --admin-key)")
-        keys.store(conn, key, parsed)
+        keystore.store(conn, key, parsed)
     return {"key": key, "scopes": keys.Principal(parsed).json()}
 
 
@@ -50,17 +59,10 @@ def state(backend: Backend) -> dict:
     """Every artifact with its versions, the open uploads, the locations and the faults."""
     conn = backend.conn()
     artifacts = []
-    for row in conn.execute(
-        "SELECT name, epoch, holder, versions, forked_from_artifact, forked_from_version, "
-        "created_at FROM artifacts ORDER BY name"
-    ):
-        versions = conn.execute(
-            "SELECT version, location, size, epoch, holder, placement FROM versions "
-            "WHERE artifact = ? ORDER BY step",
-            (row["name"],),
-        ).fetchall()
+    for row in conn.execute(_ARTIFACTS).mappings().all():
+        versions = conn.execute(_VERSIONS, {"artifact": row["name"]}).mappings().all()
         artifacts.append({**dict(row), "versions": [dict(v) for v in versions]})
-    open_uploads = conn.execute("SELECT COUNT(*) FROM uploads WHERE state = 'open'").fetchone()[0]
+    open_uploads = conn.execute(_OPEN_UPLOADS).scalar_one()
     geo = backend.geography
     return {
         "artifacts": artifacts,

@@ -14,9 +14,26 @@ from __future__ import annotations
 import secrets
 from typing import BinaryIO, Protocol, cast
 
+from sqlalchemy import bindparam, select
+
 from . import db
 from .backend import Backend
 from .errors import ApiError, Incomplete, InvalidArgument, NotFound, VersionExists
+
+U, UF = db.uploads, db.upload_files
+_STATE = select(U.c.state, U.c.expires_at).where(U.c.id == bindparam("id"))
+_OBJECT_KEY = select(UF.c.object_key).where(UF.c.upload_id == bindparam("id"),
+                                           UF.c.name == bindparam("name"))
+_RECEIVED = (UF.update().where(UF.c.upload_id == bindparam("id"), UF.c.name == bindparam("file"))
+             .values(object_key=bindparam("key"), received_size=bindparam("got_size"),
+                     received_sha256=bindparam("sha")))
+_EXPIRED = (select(U.c.id, U.c.artifact, U.c.location)
+            .where(U.c.state == "open", U.c.expires_at < bindparam("now")))
+_ANY_EXPIRED = _EXPIRED.limit(1)
+# Locked in one order (PostgreSQL), and re-checked once locked: an upload that a commit got
+# to first is no longer open, and is skipped.
+_EXPIRED_LOCKED = _EXPIRED.order_by(U.c.id).with_for_update()
+_STATE_LOCKED = _STATE.with_for_update()
 
 
 def pause(point: str) -> None:
@@ -74,11 +91,7 @@ def require_committable(backend: Backend, up) -> None:
 
 def check_open(backend: Backend, upload_id: str) -> None:
     """Refuse a PUT before reading its body when the upload can no longer change."""
-    row = (
-        backend.conn()
-        .execute("SELECT state, expires_at FROM uploads WHERE id = ?", (upload_id,))
-        .fetchone()
-    )
+    row = backend.conn().execute(_STATE, {"id": upload_id}).mappings().first()
     _require_open(backend, row, upload_id)
 
 
@@ -121,22 +134,15 @@ def _make_current(
     """The one step that makes a stored body visible; returns the key it replaced."""
     conn = backend.conn()
     with db.transaction(conn):
-        row = conn.execute(
-            "SELECT state, expires_at FROM uploads WHERE id = ?", (upload_id,)
-        ).fetchone()
+        # Locked (PostgreSQL): a commit or a reclaim of this upload takes its turn after.
+        row = conn.execute(_STATE_LOCKED, {"id": upload_id}).mappings().first()
         _require_open(backend, row, upload_id)
-        old = conn.execute(
-            "SELECT object_key FROM upload_files WHERE upload_id = ? AND name = ?",
-            (upload_id, name),
-        ).fetchone()
+        old = conn.execute(_OBJECT_KEY, {"id": upload_id, "name": name}).first()
         if old is None:
             raise NotFound(f"upload {upload_id} has no file {name!r}")
-        conn.execute(
-            "UPDATE upload_files SET object_key = ?, received_size = ?, received_sha256 = ? "
-            "WHERE upload_id = ? AND name = ?",
-            (key, size, digest, upload_id, name),
-        )
-    return old["object_key"]
+        conn.execute(_RECEIVED, {"id": upload_id, "file": name, "key": key, "got_size": size,
+                                 "sha": digest})
+    return old[0]
 
 
 def reclaim_expired_uploads(backend: Backend) -> int:
@@ -146,14 +152,17 @@ def reclaim_expired_uploads(backend: Backend) -> int:
     commit got to first is skipped, and once marked, no commit or PUT can use it.
     """
     conn = backend.conn()
-    query = "SELECT id, artifact, location FROM uploads WHERE state = 'open' AND expires_at < ?"
-    if not conn.execute(query + " LIMIT 1", (backend.now(),)).fetchone():
+    if not conn.execute(_ANY_EXPIRED, {"now": backend.now()}).first():
         return 0  # the common case, without taking the write lock
     with db.transaction(conn):
-        rows = conn.execute(query, (backend.now(),)).fetchall()
-        ids = [(row["id"],) for row in rows]
-        conn.executemany("UPDATE uploads SET state = 'reclaimed' WHERE id = ?", ids)
-        conn.executemany("DELETE FROM upload_files WHERE upload_id = ?", ids)
+        rows = conn.execute(_EXPIRED_LOCKED, {"now": backend.now()}).mappings().all()
+        ids = [row["id"] for row in rows]
+        if ids:
+            dialect = conn.dialect.name
+            listed = {"ids": db.members(dialect, ids)}
+            conn.execute(U.update().where(db.member_of(dialect, U.c.id, "ids"))
+                         .values(state="reclaimed"), listed)
+            conn.execute(UF.delete().where(db.member_of(dialect, UF.c.upload_id, "ids")), listed)
     pause("reclaim:marked")
     for row in rows:
         bucket = backend.location(row["location"]).bucket

@@ -7,7 +7,25 @@ one row. Costs are computed from the price table when the report is read.
 
 from __future__ import annotations
 
+import functools
 import json
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Float,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    column,
+    func,
+    literal_column,
+    select,
+    union_all,
+)
+from sqlalchemy.sql import ColumnElement
 
 from . import db, names
 from .backend import Backend
@@ -15,6 +33,13 @@ from .keys import Principal
 from .locations import ROUTES, route
 from .prices import GB
 from .stored import place_from_text
+
+T = db.transfers
+_ARTIFACTS = select(T.c.artifact).distinct()
+_KINDS = select(T.c.direction, T.c.location, T.c.place, T.c.route).distinct()
+_KIND_COLUMNS = (column("direction", Text), column("location", Text), column("place", Text),
+                 column("route", Text), column("per_gb", Float), column("loc_json", Text),
+                 column("place_json", Text))
 
 
 def record(
@@ -33,24 +58,21 @@ def record(
     r = route(loc.place, place_from_text(place))
     conn = backend.conn()
     with db.transaction(conn):
-        conn.execute(
-            "INSERT INTO transfers (direction, artifact, version, location, place, route, bytes) "
-            "VALUES (?,?,?,?,?,?,?) ON CONFLICT (direction, artifact, version, location, place, "
-            "route) DO UPDATE SET bytes = bytes + excluded.bytes",
-            (direction, artifact, version, location_id, place or "", r, nbytes),
-        )
+        db.add_to(conn, T, {"direction": direction, "artifact": artifact, "version": version,
+                            "location": location_id, "place": place or "", "route": r,
+                            "bytes": nbytes}, "bytes")
 
 
 class RawJSON(str):
-    """JSON text made by SQLite, to be spliced into a reply as it is, not encoded again."""
+    """JSON text made by the database, to be spliced into a reply as it is, not encoded
+    again."""
 
 
-def _transfer_kinds(backend: Backend, conn, where: str, args: tuple) -> list[tuple]:
+def _transfer_kinds(backend: Backend, conn: Connection, query: Any, params: dict
+                    ) -> list[tuple]:
     """The few kinds of transfer row (direction, location, place, route), priced once each."""
     kinds = []
-    for direction, location, place, rt in conn.execute(
-        f"SELECT DISTINCT direction, location, place, route FROM transfers AS t {where}", args
-    ):
+    for direction, location, place, rt in conn.execute(query, params):
         loc = backend.location(location)
         p = place_from_text(place)
         per_gb = backend.settings.prices.per_gb_of(direction, rt, loc.cloud,
@@ -60,53 +82,83 @@ def _transfer_kinds(backend: Backend, conn, where: str, args: tuple) -> list[tup
     return kinds
 
 
-def _where(conn, who: Principal, artifact: str | None) -> tuple[str, tuple]:
-    """Rows of `artifact` (or all) that the key can read; usually no scope filter is needed."""
+def _where(conn: Connection, who: Principal, artifact: str | None) -> tuple[str, dict]:
+    """Which rows (`artifact`'s, all, or those the key can read) and the parameters that
+    say so; usually no scope filter is needed."""
     if artifact is not None:
-        return "WHERE t.artifact = ?", (artifact,)
-    artifacts = [a for (a,) in conn.execute("SELECT DISTINCT artifact FROM transfers")]
+        return "artifact", {"artifact": artifact}
+    artifacts = conn.execute(_ARTIFACTS).scalars().all()
     readable = [a for a in artifacts if who.can("read", a)]
     if len(readable) == len(artifacts):
-        return "", ()
-    return "WHERE t.artifact IN (SELECT value FROM json_each(?))", (json.dumps(readable),)
+        return "all", {}
+    return "readable", {"readable": db.members(conn.dialect.name, readable)}
+
+
+@functools.cache
+def _filter(dialect: str, rows: str) -> ColumnElement | None:
+    if rows == "artifact":
+        return T.c.artifact == bindparam("artifact")
+    if rows == "readable":
+        return db.member_of(dialect, T.c.artifact, "readable")
+    return None
+
+
+@functools.cache
+def _kinds_query(dialect: str, rows: str) -> Any:
+    where = _filter(dialect, rows)
+    return _KINDS if where is None else _KINDS.where(where)
+
+
+@functools.cache
+def _report(dialect: str, rows: str, n_kinds: int) -> tuple[Any, Any]:
+    """The totals and the JSON rows over `n_kinds` kinds, built once: building them costs
+    more than running them on a small report. The kinds are a CTE of bound parameters
+    (`k0_direction`, ...), so the compiled form is cached too."""
+    selects = [select(*(bindparam(f"k{i}_{c.name}", type_=c.type).label(c.name)
+                        for c in _KIND_COLUMNS)) for i in range(n_kinds)]
+    priced = (union_all(*selects) if n_kinds > 1 else selects[0]).cte("kinds")
+    k = priced.c
+    joined = db.ordered_join(T, priced, and_(
+        k.direction == T.c.direction, k.location == T.c.location, k.place == T.c.place,
+        k.route == T.c.route))
+    cost = T.c.bytes * k.per_gb / literal_column(f"{GB}.0")
+    totals = (select(T.c.route, T.c.direction, cast(func.sum(T.c.bytes), BigInteger),
+                     func.sum(cost)).select_from(joined).group_by(T.c.route, T.c.direction))
+    listed = (select(T.c.direction, T.c.artifact, T.c.version, k.loc_json, k.place_json,
+                     T.c.route, T.c.bytes, cost.label("cost_usd")).select_from(joined)
+              .order_by(T.c.artifact, T.c.version, T.c.direction))
+    where = _filter(dialect, rows)
+    if where is not None:
+        totals, listed = totals.where(where), listed.where(where)
+    r = listed.subquery()
+    fields = [literal_column("'direction'"), r.c.direction,
+              literal_column("'artifact'"), r.c.artifact,
+              literal_column("'version'"), r.c.version,
+              literal_column("'location'"), db.json_value(r.c.loc_json),
+              literal_column("'place'"), db.json_value(r.c.place_json),
+              literal_column("'route'"), r.c.route,
+              literal_column("'bytes'"), r.c.bytes,
+              literal_column("'cost_usd'"), r.c.cost_usd]
+    return totals, select(db.json_array(*fields))
 
 
 def _transfers(backend: Backend, who: Principal, artifact: str | None,
                routes: dict) -> RawJSON:
-    """Every transfer row as JSON, built inside SQLite: a report can hold tens of thousands
-    of rows, and shaping and encoding them in Python took most of the call's time."""
+    """Every transfer row as JSON, built inside the database: a report can hold tens of
+    thousands of rows, and shaping and encoding them in Python took most of the call's time."""
     conn = backend.conn()
-    where, args = _where(conn, who, artifact)
-    kinds = _transfer_kinds(backend, conn, where, args)
+    dialect = conn.dialect.name
+    rows, params = _where(conn, who, artifact)
+    kinds = _transfer_kinds(backend, conn, _kinds_query(dialect, rows), params)
     if not kinds:
         return RawJSON("[]")
-    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(kinds))
-    prefix = (
-        "WITH kinds (direction, location, place, route, per_gb, loc_json, place_json) "
-        f"AS (VALUES {values}) "
-    )
-    # CROSS JOIN keeps transfers as the outer loop, so rows come in the report index's order.
-    join = ("FROM transfers AS t CROSS JOIN kinds AS k ON k.direction = t.direction "
-            "AND k.location = t.location AND k.place = t.place AND k.route = t.route")
-    params = tuple(v for kind in kinds for v in kind) + args
-    for rt, direction, nbytes, cost in conn.execute(
-        f"{prefix} SELECT t.route, t.direction, SUM(t.bytes), SUM(t.bytes * k.per_gb) / {GB}.0 "
-        f"{join} {where} GROUP BY t.route, t.direction",
-        params,
-    ):
+    for i, kind in enumerate(kinds):
+        params.update({f"k{i}_{c.name}": v for c, v in zip(_KIND_COLUMNS, kind, strict=True)})
+    totals, as_json = _report(dialect, rows, len(kinds))
+    for rt, direction, nbytes, total in conn.execute(totals, params):
         routes[rt][f"{direction}_bytes"] += nbytes
-        routes[rt]["cost_usd"] += cost
-    (text,) = conn.execute(
-        f"{prefix} SELECT json_group_array(json_object("
-        "'direction', direction, 'artifact', artifact, 'version', version, "
-        "'location', json(loc_json), 'place', json(place_json), 'route', route, "
-        "'bytes', bytes, 'cost_usd', cost_usd)) FROM ("
-        "SELECT t.direction, t.artifact, t.version, k.loc_json, k.place_json, t.route, t.bytes, "
-        f"t.bytes * k.per_gb / {GB}.0 AS cost_usd {join} {where} "
-        "ORDER BY t.artifact, t.version, t.direction)",
-        params,
-    ).fetchone()
-    return RawJSON(text)
+        routes[rt]["cost_usd"] += total
+    return RawJSON(conn.execute(as_json, params).scalar_one())
 
 
 def _place_json(text: str | None) -> dict | None:
@@ -116,7 +168,7 @@ def _place_json(text: str | None) -> dict | None:
 
 def read_usage(backend: Backend, who: Principal, artifact: object | None, *,
                raw_transfers: bool = False) -> dict:
-    """The usage report; with `raw_transfers`, `transfers` is SQLite-made `RawJSON` text
+    """The usage report; with `raw_transfers`, `transfers` is database-made `RawJSON` text
     for the HTTP layer to splice in, else a list of dicts."""
     conn = backend.conn()
     prices = backend.settings.prices
@@ -124,17 +176,18 @@ def read_usage(backend: Backend, who: Principal, artifact: object | None, *,
     if artifact is not None:
         name = names.artifact_name(artifact)
         who.require("read", name)
-    args = (name,) if name is not None else ()
     routes = {r: {"write_bytes": 0, "read_bytes": 0, "cost_usd": 0.0} for r in ROUTES}
     raw = _transfers(backend, who, name, routes)
     transfers = raw if raw_transfers else json.loads(raw)
     placements = []
-    clauses = "WHERE placement != 'local'" + (" AND artifact = ?" if artifact is not None else "")
-    for row in conn.execute(
-        "SELECT placement, place, location, artifact, COUNT(*) AS n, SUM(size) AS bytes "
-        f"FROM versions {clauses} GROUP BY placement, place, location, artifact",
-        args,
-    ):
+    V = db.versions
+    groups = (V.c.placement, V.c.place, V.c.location, V.c.artifact)
+    query = (select(*groups, func.count().label("n"),
+                    cast(func.sum(V.c.size), BigInteger).label("bytes"))
+             .where(V.c.placement != "local").group_by(*groups))
+    if name is not None:
+        query = query.where(V.c.artifact == name)
+    for row in conn.execute(query).mappings():
         if not who.can("read", row["artifact"]):
             continue
         loc = backend.location(row["location"])

@@ -8,7 +8,8 @@ version visible at once. Files are never copied: a version lives where it was up
 from __future__ import annotations
 
 import secrets
-import sqlite3
+
+from sqlalchemy import Connection, RowMapping, bindparam, func, select
 
 from . import db, names
 from .backend import Backend
@@ -27,24 +28,37 @@ from .replies import object_key, version_json
 from .stored import iso, place_from_text
 from .uploads import reclaim_expired_uploads, require_committable
 
+A, V, U, UF = db.artifacts, db.versions, db.uploads, db.upload_files
+_BY_ARTIFACT = V.c.artifact == bindparam("artifact")
+_LATEST = select(func.max(V.c.step)).where(_BY_ARTIFACT)
+_EARLIEST = select(func.min(V.c.step)).where(_BY_ARTIFACT)  # the stale-latest fault
+_VERSION = select(V).where(_BY_ARTIFACT, V.c.step == bindparam("step"))
+_HAS_VERSION = select(V.c.step).where(_BY_ARTIFACT, V.c.step == bindparam("step"))
+_EPOCH = (select(A.c.epoch, A.c.holder).where(A.c.name == bindparam("artifact"))
+          .with_for_update())
+_UPLOAD = (select(U).where(U.c.id == bindparam("id"), U.c.artifact == bindparam("artifact"))
+           .with_for_update())
+_UPLOAD_FILES = select(UF).where(UF.c.upload_id == bindparam("id")).order_by(UF.c.name)
+_ALL_VERSIONS = select(V).where(_BY_ARTIFACT).order_by(V.c.step)
+_ARTIFACT_EXISTS = select(A.c.name).where(A.c.name == bindparam("artifact"))
+VF = db.version_files
+_STEP = (bindparam("artifact"), bindparam("step"))
+_DROP_VERSION = V.delete().where(V.c.artifact == _STEP[0], V.c.step == _STEP[1])
+_DROP_FILES = VF.delete().where(VF.c.artifact == _STEP[0], VF.c.step == _STEP[1])
+_COMMITTED = U.update().where(U.c.id == bindparam("upload")).values(state="committed")
+_COUNTED = (A.update().where(A.c.name == bindparam("artifact"))
+            .values(versions=A.c.versions + 1))
+
 
 def latest_step(backend: Backend, artifact: str) -> int | None:
-    agg = "MIN" if "stale-latest" in backend.faults else "MAX"
-    row = (
-        backend.conn()
-        .execute(f"SELECT {agg}(step) FROM versions WHERE artifact = ?", (artifact,))
-        .fetchone()
-    )
-    return row[0]
+    query = _EARLIEST if "stale-latest" in backend.faults else _LATEST
+    return backend.conn().execute(query, {"artifact": artifact}).scalar()
 
 
 def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None:
     """FENCE-2: anything carrying an epoch older than the artifact's newest is refused."""
-    row = (
-        backend.conn()
-        .execute("SELECT epoch, holder FROM artifacts WHERE name = ?", (artifact,))
-        .fetchone()
-    )
+    # Locked (PostgreSQL): an open of this artifact waits until this write or commit ends.
+    row = backend.conn().execute(_EPOCH, {"artifact": artifact}).mappings().one()
     if row["epoch"] > epoch and "no-fencing" not in backend.faults:
         raise Fenced(
             f"{what} of epoch {epoch} refused: {artifact} was opened at epoch {row['epoch']} "
@@ -55,9 +69,7 @@ def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None
 def _check_name(backend: Backend, artifact: str, version: str, step: int) -> None:
     conn = backend.conn()
     overwrite = "version-overwrite" in backend.faults
-    if conn.execute(
-        "SELECT 1 FROM versions WHERE artifact = ? AND step = ?", (artifact, step)
-    ).fetchone():
+    if conn.execute(_HAS_VERSION, {"artifact": artifact, "step": step}).first():
         if overwrite:
             return
         raise VersionExists(f"{artifact}/{version} is already committed; versions are immutable")
@@ -120,28 +132,16 @@ def write_version(
     with db.transaction(conn):
         _check_epoch(backend, name, tok["epoch"], "write")
         _check_name(backend, name, str(version), step)
-        conn.execute(
-            "INSERT INTO uploads (id, artifact, token, epoch, holder, version, step, location, "
-            "place, placement, created_at, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                upload_id,
-                name,
-                tok["token"],
-                tok["epoch"],
-                tok["holder"],
-                version,
-                step,
-                placement.location.id,
-                tok["place"],
-                placement.kind,
-                iso(now),
-                now + backend.settings.upload_lifetime,
-            ),
-        )
-        conn.executemany(
-            "INSERT INTO upload_files (upload_id, name, size, sha256) VALUES (?,?,?,?)",
-            [(upload_id, n, s, h) for n, s, h in parsed],
-        )
+        conn.execute(U.insert(), {
+            "id": upload_id, "artifact": name, "token": tok["token"], "epoch": tok["epoch"],
+            "holder": tok["holder"], "version": version, "step": step,
+            "location": placement.location.id, "place": tok["place"],
+            "placement": placement.kind, "created_at": iso(now),
+            "expires_at": now + backend.settings.upload_lifetime,
+        })
+        if parsed:
+            conn.execute(UF.insert(), [{"upload_id": upload_id, "name": n, "size": s,
+                                        "sha256": h} for n, s, h in parsed])
     loc = placement.location
     urls = [
         {
@@ -181,9 +181,8 @@ def commit_version(
         raise InvalidArgument("upload is required")
     conn = backend.conn()
     with db.transaction(conn):
-        up = conn.execute(
-            "SELECT * FROM uploads WHERE id = ? AND artifact = ?", (upload, name)
-        ).fetchone()
+        # Locked (PostgreSQL): a PUT or a reclaim of this upload waits until the commit ends.
+        up = conn.execute(_UPLOAD, {"id": upload, "artifact": name}).mappings().first()
         if up is None:
             raise NotFound(f"upload {upload} does not exist for {name}")
         # An upload belongs to the token that started it: a newer token cannot launder it.
@@ -193,9 +192,7 @@ def commit_version(
             raise VersionExists(f"{name}/{up['version']} is already committed")
         require_committable(backend, up)
         _check_name(backend, name, up["version"], up["step"])
-        files = conn.execute(
-            "SELECT * FROM upload_files WHERE upload_id = ? ORDER BY name", (upload,)
-        ).fetchall()
+        files = conn.execute(_UPLOAD_FILES, {"id": upload}).mappings().all()
         missing = [
             f["name"]
             for f in files
@@ -207,47 +204,30 @@ def commit_version(
                 + ", ".join(missing[:10])
             )
         _insert_version(conn, up, files, backend.now())
-    row = conn.execute(
-        "SELECT * FROM versions WHERE artifact = ? AND step = ?", (name, up["step"])
-    ).fetchone()
+    row = conn.execute(_VERSION, {"artifact": name, "step": up["step"]}).mappings().one()
     return version_json(backend, row, place_from_text(tok["place"]))
 
 
 def _insert_version(
-    conn: sqlite3.Connection, up: sqlite3.Row, files: list[sqlite3.Row], now: float
+    conn: Connection, up: RowMapping, files: list[RowMapping], now: float
 ) -> None:
     artifact, step = up["artifact"], up["step"]
-    replaced = conn.execute(
-        "DELETE FROM versions WHERE artifact = ? AND step = ?", (artifact, step)
-    ).rowcount
-    conn.execute("DELETE FROM version_files WHERE artifact = ? AND step = ?", (artifact, step))
-    conn.execute(
-        "INSERT INTO versions (artifact, step, version, location, size, created_at, epoch, "
-        "holder, place, placement, upload_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            artifact,
-            step,
-            up["version"],
-            up["location"],
-            sum(f["size"] for f in files),
-            iso(now),
-            up["epoch"],
-            up["holder"],
-            up["place"],
-            up["placement"],
-            up["id"],
-        ),
-    )
-    conn.executemany(
-        "INSERT INTO version_files (artifact, step, name, size, sha256, object_key) "
-        "VALUES (?,?,?,?,?,?)",
-        [(artifact, step, f["name"], f["size"], f["sha256"], f["object_key"]) for f in files],
-    )
-    conn.execute("UPDATE uploads SET state = 'committed' WHERE id = ?", (up["id"],))
-    conn.execute(
-        "UPDATE artifacts SET versions = versions + ? WHERE name = ?",
-        (0 if replaced else 1, artifact),
-    )
+    key = {"artifact": artifact, "step": step}
+    replaced = conn.execute(_DROP_VERSION, key).rowcount
+    conn.execute(_DROP_FILES, key)
+    conn.execute(V.insert(), {
+        **key, "version": up["version"], "location": up["location"],
+        "size": sum(f["size"] for f in files), "created_at": iso(now), "epoch": up["epoch"],
+        "holder": up["holder"], "place": up["place"], "placement": up["placement"],
+        "upload_id": up["id"],
+    })
+    if files:
+        conn.execute(VF.insert(), [
+            {"artifact": artifact, "step": step, "name": f["name"], "size": f["size"],
+             "sha256": f["sha256"], "object_key": f["object_key"]} for f in files])
+    conn.execute(_COMMITTED, {"upload": up["id"]})
+    if not replaced:
+        conn.execute(_COUNTED, {"artifact": artifact})
 
 
 def read_version(
@@ -268,11 +248,7 @@ def read_version(
             raise NotFound(f"{name} has no committed version")
     else:
         step = names.version_step(version)
-    row = (
-        backend.conn()
-        .execute("SELECT * FROM versions WHERE artifact = ? AND step = ?", (name, step))
-        .fetchone()
-    )
+    row = backend.conn().execute(_VERSION, {"artifact": name, "step": step}).mappings().first()
     if row is None:
         _require_artifact(backend, name)
         raise NotFound(f"{name} has no version {version}")
@@ -283,14 +259,10 @@ def list_versions(backend: Backend, who: Principal, artifact: object, place: Pla
     name = names.artifact_name(artifact)
     who.require("read", name)
     _require_artifact(backend, name)
-    rows = (
-        backend.conn()
-        .execute("SELECT * FROM versions WHERE artifact = ? ORDER BY step", (name,))
-        .fetchall()
-    )
+    rows = backend.conn().execute(_ALL_VERSIONS, {"artifact": name}).mappings().all()
     return {"versions": [version_json(backend, r, place, files=False) for r in rows]}
 
 
 def _require_artifact(backend: Backend, name: str) -> None:
-    if backend.conn().execute("SELECT 1 FROM artifacts WHERE name = ?", (name,)).fetchone() is None:
+    if backend.conn().execute(_ARTIFACT_EXISTS, {"artifact": name}).first() is None:
         raise NotFound(f"artifact {name} does not exist")

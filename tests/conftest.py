@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,8 +53,23 @@ def make_settings(tmp_path: Path, request: pytest.FixtureRequest, kind: str = "f
         Location(loc.cloud, loc.region, f"{loc.bucket}-{tag}", loc.default)
         for loc in DEFAULT_LOCATIONS
     )
-    base = Settings(data_dir=tmp_path / "data", locations=locations)
+    base = Settings(data_dir=tmp_path / "data", locations=locations,
+                    database=fresh_database())
     return replace(base, **storage_settings(kind, tmp_path, request), **overrides)
+
+
+ON_POSTGRES = os.environ.get("O41_TEST_DATABASE", "sqlite") == "postgresql"
+DATABASE_VAR = "O41_EMULATOR_SERVE_DATABASE"
+
+
+def fresh_database() -> str | None:
+    """Under O41_TEST_DATABASE=postgresql, a new schema of the session's database (what a
+    fresh data dir is to SQLite); else None, the SQLite file in the data dir."""
+    if not ON_POSTGRES:
+        return None
+    from bench.postgres import create_schema
+
+    return create_schema(os.environ[DATABASE_VAR])
 
 
 @pytest.fixture
@@ -90,6 +106,8 @@ def live_factory(tmp_path: Path) -> Iterator:
     def start(*args: str, env: dict | None = None, temporary: bool = False) -> LiveEmulator:
         if "--data-dir" not in args and not temporary:
             args = (*args, "--data-dir", str(tmp_path / f"live-{len(started)}"))
+        if ON_POSTGRES and "--database" not in args and DATABASE_VAR not in (env or {}):
+            args = (*args, "--database", str(fresh_database()))
         emu = LiveEmulator(list(args), env)
         started.append(emu)
         return emu

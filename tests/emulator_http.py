@@ -7,9 +7,12 @@ against a real server, on either storage backend.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -63,6 +66,23 @@ class Http:
         except ValueError:
             body = None
         return Reply(r.status_code, body, r.content, dict(r.headers))
+
+
+class SpreadHttp(Http):
+    """Calls spread over the nodes of one emulator, each to the next node in turn: a path
+    and a signed URL alike (a URL signed by one node must work on every other)."""
+
+    def __init__(self, bases: Sequence[str]) -> None:
+        super().__init__(bases[0])
+        self.bases = [b.rstrip("/") for b in bases]
+        self._turn = itertools.count()
+
+    def request(self, method: str, path_or_url: str, **kwargs: Any) -> Reply:
+        base = self.bases[next(self._turn) % len(self.bases)]
+        if "://" in path_or_url:
+            u = urlsplit(path_or_url)
+            path_or_url = u.path + (f"?{u.query}" if u.query else "")
+        return super().request(method, base + path_or_url, **kwargs)
 
 
 @dataclass

@@ -37,8 +37,8 @@ class Crashable:
             try:
                 requests.get(self.url + "/_emulator/health", timeout=1)
                 return
-            except requests.ConnectionError:
-                time.sleep(0.02)
+            except (requests.ConnectionError, requests.Timeout):  # not up, or its worker
+                time.sleep(0.02)                                   # still booting
         raise RuntimeError("emulator did not come up")
 
     def kill(self) -> None:

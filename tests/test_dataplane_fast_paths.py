@@ -94,7 +94,8 @@ def test_put_then_pipelined_request_on_one_connection(live_factory, artifact):
         sock.sendall(
             f"PUT {target_a} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(files['a.bin'])}"
             "\r\n\r\n".encode() + files["a.bin"]
-            + f"PUT {target_b} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nsmall".encode()
+            + f"PUT {target_b} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\n"
+            "small".encode()
             + b"GET /_emulator/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
         )
         (s1, b1), (s2, b2), (s3, _) = _responses(sock, 3)
@@ -109,7 +110,8 @@ def test_put_refused_unread_still_frees_the_connection(live_factory, artifact):
     w = box.write("step-00000001", {"a.bin": b"x" * 10})
     sock, target = _raw(w.body["files"][0]["url"])
     with sock:
-        sock.sendall(f"PUT {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 20\r\n\r\n".encode()
+        sock.sendall(f"PUT {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 20\r\n"
+                     "\r\n".encode()
                      + b"y" * 20 + b"GET /_emulator/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         (s1, b1), (s2, b2) = _responses(sock, 2)
     assert (s1, s2) == (413, 200) and b"payload_too_large" in b1 and b"ok" in b2

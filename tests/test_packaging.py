@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OWN = {"emulator", "conformance", "replay", "o41", "tests", "bench"}
 # Import names that differ from the distribution that provides them.
 PROVIDED_BY = {"yaml": "pyyaml", "werkzeug": "flask", "markupsafe": "flask"}
-SERVER_AND_TEST_STACK = {"flask", "werkzeug", "gunicorn", "minio", "pytest", "hypothesis"}
+SERVER_AND_TEST_STACK = {"flask", "werkzeug", "gunicorn", "minio", "pytest", "hypothesis",
+                         "sqlalchemy", "psycopg"}
 
 
 def third_party_imports(package: Path) -> set[str]:

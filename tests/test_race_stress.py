@@ -23,7 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import pytest
 
-from tests.emulator_http import AWS, Box, Http, sha
+from tests.emulator_http import AWS, Box, Http, SpreadHttp, sha
 from tests.race_tools import RawPut
 
 TRIALS = int(os.environ.get("O41_RACE_TRIALS", "12"))
@@ -41,8 +41,9 @@ class Trials:
         self.bad: list[str] = []
         self.clients: list[Http] = []
 
-    def http(self, url: str) -> Http:
-        client = Http(url)
+    def http(self, url: str | tuple[str, ...]) -> Http:
+        """A client of one node, or one spreading its calls over the nodes of a tuple."""
+        client = SpreadHttp(url) if isinstance(url, tuple) else Http(url)
         with self.lock:
             self.clients.append(client)
         return client
@@ -171,6 +172,12 @@ def test_racing_puts_commits_and_reclaims_never_change_a_committed_version(
     servers = {"late_put": live_factory(*args), "twin_puts": None,
                "reclaim": live_factory(*args, "--config", str(short))}
     servers["twin_puts"] = servers["late_put"]
+    run_stress(servers, storage)
+
+
+def run_stress(servers: dict, label: str) -> None:
+    """Every kind's trials at once, CONCURRENT at a time, against `servers[kind]` (anything
+    with a `url`: one node's, or a tuple of nodes' URLs to spread the calls over)."""
     seed = int(os.environ.get("O41_RACE_SEED", random.randrange(1 << 30)))
     master = random.Random(seed)
     plan = [(kind, random.Random(master.getrandbits(64))) for kind in KINDS
@@ -195,7 +202,7 @@ def test_racing_puts_commits_and_reclaims_never_change_a_committed_version(
         trials.close()
     accepted = collections.Counter(k for (k, what), n in trials.counts.items()
                                    for _ in range(n) if what == "commit 200")
-    print(f"\n{storage}: seed {seed}, {TRIALS} trials per kind in "
+    print(f"\n{label}: seed {seed}, {TRIALS} trials per kind in "
           f"{time.monotonic() - began:.1f} s")
     for (kind, what), n in sorted(trials.counts.items()):
         print(f"  {kind:10} {what:28} {n}")

@@ -5,14 +5,15 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.emulator_http import AWS, GCP, Box, Http
+from tests.emulator_http import AWS, GCP, Box, SpreadHttp
 
 THREADS, ROUNDS, CHECKPOINTS = 8, 24, 4
 
 
-class CountingHttp(Http):
+class CountingHttp(SpreadHttp):
     """Counts every call, so the test can show it raced thousands of operations."""
 
     calls = itertools.count()
@@ -25,6 +26,14 @@ class CountingHttp(Http):
 def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_factory, tmp_path,
                                                                        artifact):
     emu = live_factory("--data-dir", str(tmp_path / "d"), "--workers", "3", "--threads", "8")
+    race_boxes([emu.url], artifact)
+
+
+def race_boxes(urls: Sequence[str], artifact: str) -> None:
+    """THREADS boxes open, write and commit one artifact at once, each call to the next of
+    `urls` (the nodes of one emulator): no commit of an older epoch lands after a newer
+    open, and none accepted is lost."""
+    start = next(CountingHttp.calls)
     steps = itertools.count(1)
     lock = threading.Lock()
     opens: list[tuple[float, int]] = []  # (time the open returned, epoch)
@@ -32,7 +41,7 @@ def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_fact
     deadline = time.monotonic() + 120  # bounded in time as well as in count
 
     def worker(i: int) -> None:
-        http = CountingHttp(emu.url)
+        http = CountingHttp(urls[i % len(urls):] + urls[:i % len(urls)])
         for round_ in range(ROUNDS):
             if time.monotonic() > deadline:
                 return
@@ -61,7 +70,7 @@ def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_fact
     with ThreadPoolExecutor(THREADS) as pool:
         list(pool.map(worker, range(THREADS)))
 
-    calls = next(CountingHttp.calls)
+    calls = next(CountingHttp.calls) - start
     print(f"{calls} calls, {len(opens)} opens, {len(accepted)} commits accepted")
     assert accepted and len(opens) == THREADS * ROUNDS
     assert calls >= 1000  # thousands of racing operations, not a handful
@@ -70,7 +79,8 @@ def test_racing_opens_and_commits_keep_fencing_across_worker_processes(live_fact
     for sent, epoch, version in accepted:
         newer_done = [e for t, e in opens if t < sent and e > epoch]
         assert not newer_done, f"{version} of epoch {epoch} accepted after epoch {newer_done}"
-    listed = emu.http.request("GET", "/api/v1/versions/list", params={"artifact": artifact})
+    listed = SpreadHttp(urls).request("GET", "/api/v1/versions/list",
+                                      params={"artifact": artifact})
     visible = [(v["version"], v["epoch"]) for v in listed.body["versions"]]
     assert sorted(v for v, _ in visible) == sorted(v for _, _, v in accepted)  # none lost
     visible_epochs = [e for _, e in visible]

@@ -9,6 +9,7 @@ import os
 import time
 
 import pytest
+from sqlalchemy import text
 
 from emulator.storage import ObjectMissing
 from tests.emulator_http import AWS, Box, Http, sha
@@ -31,8 +32,9 @@ def stored(app, upload: str, name: str) -> tuple[str, bytes]:
     """The file's recorded sha256 and the bytes at its recorded object key."""
     backend = app.extensions["o41"]
     row = backend.conn().execute(
-        "SELECT received_sha256, object_key FROM upload_files WHERE upload_id = ? AND name = ?",
-        (upload, name)).fetchone()
+        text("SELECT received_sha256, object_key FROM upload_files "
+             "WHERE upload_id = :upload AND name = :name"),
+        {"upload": upload, "name": name}).mappings().one()
     bucket = backend.location("aws/us-east-1").bucket
     size = backend.storage.size(bucket, row["object_key"])
     return row["received_sha256"], b"".join(backend.storage.read(bucket, row["object_key"], 0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from sqlalchemy import text
 
 from tests.emulator_http import AWS, Box, sha
 
@@ -203,10 +204,9 @@ def test_expired_signed_url_is_forbidden(http, artifact, app, monkeypatch):
     box.open()
     box.checkpoint("step-00000001", {"a": b"1"})
     url = box.read().body["files"][0]["url"]
-    import emulator.signing
-
-    real = emulator.signing.time.time
-    monkeypatch.setattr(emulator.signing.time, "time", lambda: real() + 3601)
+    backend = app.extensions["o41"]
+    real = backend.now  # the database's clock, which every node compares expiry against
+    monkeypatch.setattr(backend, "now", lambda: real() + 3601)
     r = http.request("GET", url, key=None)
     assert (r.status, r.code) == (403, "forbidden")
 
@@ -220,8 +220,9 @@ def test_expired_uncommitted_upload_is_reclaimed_with_its_bytes(http, app, artif
     w = box.write("step-00000001", files)
     box.upload(w, files)
     backend = app.extensions["o41"]
-    (key,) = backend.conn().execute("SELECT object_key FROM upload_files WHERE upload_id = ?",
-                                    (w.body["upload"],)).fetchone()
+    (key,) = backend.conn().execute(
+        text("SELECT object_key FROM upload_files WHERE upload_id = :upload"),
+        {"upload": w.body["upload"]}).one()
     assert reclaim_expired_uploads(backend) == 0
     backend.now = lambda: 10**12  # far past every upload's expiry
     assert reclaim_expired_uploads(backend) == 1

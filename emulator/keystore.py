@@ -1,0 +1,46 @@
+"""API keys as rows of the metadata store (AUTH-1..3): looked up by digest, shared by every
+node on one database, so a key stored through one node works on all of them."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, bindparam, select
+
+from . import db
+from .errors import Unauthenticated
+from .keys import Principal, digest
+
+_SCOPES = (select(db.api_keys.c.prefix, db.api_keys.c.access)
+           .where(db.api_keys.c.key_hash == bindparam("h"))
+           .order_by(db.api_keys.c.prefix, db.api_keys.c.access))
+
+
+def authenticate(conn: Connection, header: str | None) -> Principal:
+    """Resolve an `Authorization: Bearer ak_...` header; anything else is 401."""
+    if not header:
+        raise Unauthenticated("missing Authorization: Bearer <key> header")
+    scheme, _, key = header.partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key:
+        raise Unauthenticated("Authorization header must be 'Bearer <key>'")
+    rows = conn.execute(_SCOPES, {"h": digest(key)}).all()
+    if not rows:
+        raise Unauthenticated("unknown API key")
+    return Principal(tuple((prefix, access) for prefix, access in rows))
+
+
+def scopes_of(conn: Connection, key: str) -> tuple[tuple[str, str], ...] | None:
+    """The scopes an existing key has, or None when no such key exists."""
+    rows = conn.execute(_SCOPES, {"h": digest(key)}).all()
+    return tuple((prefix, access) for prefix, access in rows) or None
+
+
+def store(conn: Connection, key: str, scopes: tuple[tuple[str, str], ...]) -> None:
+    """Create or replace a key's scopes (call inside a transaction). A prefix listed twice
+    keeps its last access, and a node storing the same key at once waits, then skips."""
+    h = digest(key)
+    conn.execute(db.api_keys.delete().where(db.api_keys.c.key_hash == h))
+    last = dict(scopes)
+    db.insert_ignore(conn, db.api_keys,
+                     [{"key_hash": h, "prefix": p, "access": a} for p, a in last.items()])
+
+
