@@ -21,15 +21,17 @@ SPOT_HOP = REPO / "conformance" / "scenario_files" / "spot-hop.yaml"
 
 
 def replay(tmp_path: Path, trainer: str, scenario: Path | str = "spot-hop",
-           *options: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """Run the harness on an example trainer; return the process and its JSON report."""
+           *options: str, prefix: tuple[str, ...] = ()
+           ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run the harness on an example trainer (after ``prefix``, e.g. ``env VAR=1``);
+    return the process and its JSON report."""
     report = tmp_path / "report.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.run(
         [sys.executable, "-m", "emulator", "replay", str(scenario), "--workdir",
          str(tmp_path / "work"), "--timeout", "60", "--json", str(report), *options, "--",
-         sys.executable, str(EXAMPLES / trainer), "o41://experiments/spot-hop",
+         *prefix, sys.executable, str(EXAMPLES / trainer), "o41://experiments/spot-hop",
          "--steps", "12"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     data = json.loads(report.read_text()) if report.exists() else {}
