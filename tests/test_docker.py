@@ -3,7 +3,7 @@
 No Docker engine runs here, so the image is checked by what it would run: the Dockerfile
 must install with the README's command and start with `o41-emulator serve`; its start
 command and HEALTHCHECK are then run for real, and compose's environment is handed to a
-served emulator on moto's S3 (standing in for MinIO).
+served emulator on the test session's S3 server (standing in for MinIO).
 """
 
 from __future__ import annotations
@@ -127,14 +127,13 @@ def test_compose_runs_this_image_on_minio_with_the_s3_backend():
 
 
 def test_compose_environment_puts_each_regions_checkpoints_in_its_own_bucket(
-        live_factory, moto_endpoint, tmp_path, artifact):
-    import boto3
-
+        live_factory, s3_server, tmp_path, artifact):
     env = dict(compose()["services"]["emulator"]["environment"])
-    env["O41_EMULATOR_SERVE_S3_ENDPOINT"] = moto_endpoint  # moto in MinIO's place
+    # The test session's S3 server in MinIO's place, with its own keys: a real server
+    # refuses MinIO's (moto took any key, so swapping the endpoint alone once passed).
+    env |= {k: v for k, v in s3_server.env().items() if "_S3_" in k}
     emu = live_factory("--data-dir", str(tmp_path / "data"), env=env)
-    s3 = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1",
-                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    s3 = s3_server.boto3()
     project = artifact.split("/")[0]
     for n, place in enumerate((AWS, GCP, AZURE)):
         box = Box(emu.http, f"{project}/{place['cloud']}", place)

@@ -9,9 +9,10 @@ import uuid
 import pytest
 
 from emulator.storage import ObjectMissing, Storage, TooLarge
+from tests.conftest import BACKENDS
 
 
-@pytest.fixture(params=["fs", "s3"])
+@pytest.fixture(params=BACKENDS)
 def store(request, tmp_path) -> tuple[Storage, str]:
     bucket = f"unit-{uuid.uuid4().hex[:10]}"
     if request.param == "fs":
@@ -21,8 +22,8 @@ def store(request, tmp_path) -> tuple[Storage, str]:
     else:
         from emulator.storage.s3 import S3Storage
 
-        s = S3Storage(request.getfixturevalue("moto_endpoint"), "testing", "testing",
-                      chunk_size=4096)
+        server = request.getfixturevalue("s3_server")
+        s = S3Storage(server.endpoint, server.access_key, server.secret_key, chunk_size=4096)
     s.ensure_bucket(bucket)
     return s, bucket
 

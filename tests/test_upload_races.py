@@ -11,6 +11,7 @@ import time
 import pytest
 
 from emulator.storage import ObjectMissing
+from tests.conftest import BACKENDS
 from tests.emulator_http import AWS, Box, Http, sha
 from tests.race_tools import Background, HeldBody, RawPut, paused_at
 
@@ -216,13 +217,12 @@ def _recording(put, keys: list):
 
 # The same attack as the report's, over a real socket against a served emulator.
 
-@pytest.mark.parametrize("storage", ["fs", "s3"])
+@pytest.mark.parametrize("storage", BACKENDS)
 def test_half_sent_put_over_a_socket_cannot_change_a_committed_version(live_factory, artifact,
                                                                        request, storage):
     args = []
     if storage == "s3":
-        args = ["--storage", "s3", "--s3-endpoint", request.getfixturevalue("moto_endpoint"),
-                "--s3-access-key", "testing", "--s3-secret-key", "testing"]
+        args = request.getfixturevalue("s3_server").serve_args()
     emu = live_factory(*args)
     box = Box(emu.http, artifact, AWS)
     assert box.open().status == 200
