@@ -38,6 +38,15 @@ def new_object_key(artifact: str, upload_id: str, file_name: str) -> str:
     return f"{upload_prefix(artifact, upload_id)}{secrets.token_hex(8)}/{file_name}"
 
 
+def every_upload_prefix(backend: Backend) -> list[tuple[str, str]]:
+    """(bucket, prefix) of every upload the metadata records, in any state: every object
+    the emulator ever wrote lies under one of them (versions keep their upload's objects)."""
+    rows = backend.conn().execute("SELECT id, artifact, location FROM uploads").fetchall()
+    locations = backend.geography.locations
+    return [(locations[r["location"]].bucket, upload_prefix(r["artifact"], r["id"]))
+            for r in rows if r["location"] in locations]
+
+
 class Body(Protocol):
     """A request body that counts and hashes what is read through it."""
 
