@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -55,12 +56,21 @@ class S3Server:
                 "O41_EMULATOR_SERVE_S3_SECRET_KEY": self.secret_key}
 
     def boto3(self):
-        """A boto3 client on this server, to look at buckets from outside the emulator."""
+        """A boto3 client on this server, to look at buckets from outside the emulator; one
+        per session (clients are thread-safe), closed with the server so no socket lingers."""
+        return self._client
+
+    @cached_property
+    def _client(self):
         import boto3
 
         return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
                             aws_access_key_id=self.access_key,
                             aws_secret_access_key=self.secret_key)
+
+    def close(self) -> None:
+        if "_client" in self.__dict__:
+            self.__dict__.pop("_client").close()
 
 
 def parse_choice(choice: str) -> str:
@@ -78,6 +88,15 @@ def parse_choice(choice: str) -> str:
 def s3_server(choice: str, workdir: Path) -> Iterator[S3Server]:
     """The server `choice` names, started for the session (and stopped after) unless it is
     a URL of one already running."""
+    with _started(choice, workdir) as server:
+        try:
+            yield server
+        finally:
+            server.close()
+
+
+@contextmanager
+def _started(choice: str, workdir: Path) -> Iterator[S3Server]:
     if choice == "moto":
         with moto_server() as server:
             yield server
@@ -181,20 +200,25 @@ def seaweedfs_server(workdir: Path) -> Iterator[S3Server]:
 
 def wait_until_serving(server: S3Server, process: subprocess.Popen, log: Path) -> None:
     """Poll with a signed call, so the identity config is loaded too, not only the port."""
+    import urllib3
     from minio import Minio
 
+    pool = urllib3.PoolManager(retries=False)  # cleared after, so no socket is left open
     client = Minio(server.endpoint.removeprefix("http://"), access_key=server.access_key,
-                   secret_key=server.secret_key, secure=False)
+                   secret_key=server.secret_key, secure=False, http_client=pool)
     deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"weed mini exited ({process.returncode}): "
-                               f"{log.read_text()[-2000:]}")
-        try:
-            client.list_buckets()
-            return
-        except Exception:  # not listening yet, or its S3 gateway not ready
-            time.sleep(0.1)
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"weed mini exited ({process.returncode}): "
+                                   f"{log.read_text()[-2000:]}")
+            try:
+                client.list_buckets()
+                return
+            except Exception:  # not listening yet, or its S3 gateway not ready
+                time.sleep(0.1)
+    finally:
+        pool.clear()
     stop(process)
     raise RuntimeError(f"weed mini did not serve S3 within {START_TIMEOUT:.0f} s: "
                        f"{log.read_text()[-2000:]}")
