@@ -14,7 +14,8 @@ def prepare_storage(backend: Backend) -> None:
 
     Other emulator nodes may share the buckets (and the metadata) and be mid-upload: only
     what no upload can use any more goes, partial writes older than an upload's lifetime
-    and uploads expired by the metadata's clock (docs/emulator.md, "Many nodes")."""
+    and uploads expired by the metadata's clock (docs/emulator.md, "Storage shared by many
+    nodes")."""
     buckets = sorted({loc.bucket for loc in backend.geography.locations.values()})
     for bucket in buckets:
         backend.storage.ensure_bucket(bucket)

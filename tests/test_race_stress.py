@@ -23,7 +23,6 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import pytest
 
-from tests.conftest import BACKENDS
 from tests.emulator_http import AWS, Box, Http, sha
 from tests.race_tools import RawPut
 
@@ -160,7 +159,7 @@ def reclaim(emu, trials: Trials, rng: random.Random) -> None:
 KINDS = {"late_put": late_put, "twin_puts": twin_puts, "reclaim": reclaim}
 
 
-@pytest.mark.parametrize("storage", BACKENDS)
+@pytest.mark.parametrize("storage", ["fs", pytest.param("s3", marks=pytest.mark.s3)])
 def test_racing_puts_commits_and_reclaims_never_change_a_committed_version(
         live_factory, request, tmp_path, storage):
     args = ["--quiet"]

@@ -1,5 +1,5 @@
 """Several emulator processes on one storage: starting or resetting one never destroys what
-another is writing or has written (docs/emulator.md, "Many nodes").
+another is writing or has written (docs/emulator.md, "Storage shared by many nodes").
 
 On the s3 backend the nodes have separate data dirs (so separate SQLite metadata) and share
 the S3 server and its buckets; on fs they share one data dir, hence its folders and metadata.
