@@ -40,7 +40,8 @@ def new_object_key(artifact: str, upload_id: str, file_name: str) -> str:
 
 def every_upload_prefix(backend: Backend) -> list[tuple[str, str]]:
     """(bucket, prefix) of every upload the metadata records, in any state: every object
-    the emulator ever wrote lies under one of them (versions keep their upload's objects)."""
+    the emulator ever wrote lies under one of them (versions keep their upload's objects).
+    A location since removed from the settings is skipped: its bucket is not ours now."""
     rows = backend.conn().execute("SELECT id, artifact, location FROM uploads").fetchall()
     locations = backend.geography.locations
     return [(locations[r["location"]].bucket, upload_prefix(r["artifact"], r["id"]))

@@ -100,6 +100,7 @@ class FileStorage(Storage):
         (by modification time, which every write moves on)."""
         cutoff = time.time() - older_than
         removed = 0
+        (self.root / ".partial").mkdir(parents=True, exist_ok=True)
         for entry in os.scandir(self.root / ".partial"):
             try:
                 if entry.stat().st_mtime < cutoff:
