@@ -25,7 +25,7 @@ class Nodes:
     """Emulator nodes on one shared storage, and a look into that storage."""
 
     def __init__(self, start, partial_writes, objects) -> None:
-        self.start = start  # () -> a started node
+        self.start = start  # (*serve options) -> a started node
         self.partial_writes = partial_writes  # () -> how many writes are in flight there
         self.objects = objects  # (prefix) -> keys of the aws region's bucket under prefix
 
@@ -38,7 +38,7 @@ def fs_nodes(live_factory, shared: Path) -> Nodes:
                       for p in bucket.rglob("*") if p.is_file()
                       and str(p.relative_to(bucket)).startswith(prefix))
 
-    return Nodes(lambda: live_factory("--data-dir", str(shared)),
+    return Nodes(lambda *args: live_factory("--data-dir", str(shared), *args),
                  lambda: len(list((buckets / ".partial").iterdir())), objects)
 
 
@@ -56,7 +56,7 @@ def s3_nodes(live_factory, server, tmp_path: Path) -> Nodes:
         listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix)
         return sorted(o["Key"] for o in listed.get("Contents", []))
 
-    return Nodes(lambda: live_factory(*server.serve_args(), "--config", str(config)),
+    return Nodes(lambda *args: live_factory(*server.serve_args(), "--config", str(config), *args),
                  lambda: len(client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])),
                  objects)
 
@@ -138,7 +138,7 @@ def test_reset_through_one_node_resets_every_node_sharing_its_metadata(
 
 
 def test_put_finishing_after_a_reset_is_refused_and_leaves_no_bytes(nodes, artifact):
-    node = nodes.start()
+    node = nodes.start("--read-timeout", "600")  # the half-sent body waits out the reset
     box = Box(node.http, artifact, AWS)
     assert box.open().status == 200
     data = os.urandom(4 << 20)
