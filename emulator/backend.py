@@ -113,9 +113,3 @@ class Backend:
         if row["artifact"] != artifact:
             raise InvalidArgument(f"this token was issued for {row['artifact']}, not {artifact}")
         return row
-
-    def reset(self) -> None:
-        """Wipe every artifact, version, upload, transfer and stored byte; keys stay."""
-        db.wipe(self.conn())
-        for loc in self.geography.locations.values():
-            self.storage.wipe(loc.bucket)

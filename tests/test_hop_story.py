@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from tests.conftest import BACKENDS
 from tests.emulator_http import AWS, AZURE, GCP, Box, sha
 
 
@@ -28,20 +29,18 @@ def ranged_download(url: str, size: int, parts: int = 8) -> bytes:
         return b"".join(pool.map(get, bounds))
 
 
-@pytest.fixture(params=["fs", "s3"])
+@pytest.fixture(params=BACKENDS)
 def served(request, live_factory, tmp_path):
     if request.param == "fs":
         return live_factory("--data-dir", str(tmp_path / "data"))
-    endpoint = request.getfixturevalue("moto_endpoint")
     cfg = tmp_path / "s3.toml"
     tag = os.urandom(4).hex()
     cfg.write_text("".join(
         f'[[locations]]\ncloud = "{c}"\nregion = "{r}"\nbucket = "hop-{c}-{tag}"\n'
         for c, r in (("aws", "us-east-1"), ("gcp", "europe-west4"), ("azure", "westeurope"))
     ))
-    return live_factory("--data-dir", str(tmp_path / "data"), "--storage", "s3",
-                        "--s3-endpoint", endpoint, "--s3-access-key", "testing",
-                        "--s3-secret-key", "testing", "--config", str(cfg))
+    return live_factory("--data-dir", str(tmp_path / "data"),
+                        *request.getfixturevalue("s3_server").serve_args(), "--config", str(cfg))
 
 
 def test_spot_run_hops_clouds_fences_zombie_and_pays_two_cross_cloud_reads(served, artifact):

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench.postgres import ENV_VAR, Postgres, available, create_schema
-from tests.conftest import MOTO_KEYS, ON_POSTGRES
+from tests.conftest import ON_POSTGRES
 from tests.emulator_http import AWS, GCP, Box, Http, SpreadHttp, sha
 from tests.test_race_stress import LIFETIME, run_stress
 from tests.test_races import race_boxes
@@ -36,14 +36,12 @@ def postgres_database() -> Iterator[str]:
 
 @pytest.fixture
 def nodes(live_factory, postgres_database, request):
-    """`nodes(n, *args)`: n served emulators on one new schema and the session's moto S3."""
-    endpoint = request.getfixturevalue("moto_endpoint")
+    """`nodes(n, *args)`: n served emulators on one new schema and the session's S3 server."""
+    s3 = request.getfixturevalue("s3_server").serve_args()
 
     def start(n: int, *args: str) -> tuple:
         database = create_schema(postgres_database)
-        common = ["--quiet", "--workers", "1", "--database", database, "--storage", "s3",
-                  "--s3-endpoint", endpoint, "--s3-access-key", MOTO_KEYS["s3_access_key"],
-                  "--s3-secret-key", MOTO_KEYS["s3_secret_key"], *args]
+        common = ["--quiet", "--workers", "1", "--database", database, *s3, *args]
         return tuple(live_factory(*common) for _ in range(n))
 
     return start

@@ -160,13 +160,12 @@ def reclaim(emu, trials: Trials, rng: random.Random) -> None:
 KINDS = {"late_put": late_put, "twin_puts": twin_puts, "reclaim": reclaim}
 
 
-@pytest.mark.parametrize("storage", ["fs", "s3"])
+@pytest.mark.parametrize("storage", ["fs", pytest.param("s3", marks=pytest.mark.s3)])
 def test_racing_puts_commits_and_reclaims_never_change_a_committed_version(
         live_factory, request, tmp_path, storage):
     args = ["--quiet"]
     if storage == "s3":
-        args += ["--storage", "s3", "--s3-endpoint", request.getfixturevalue("moto_endpoint"),
-                 "--s3-access-key", "testing", "--s3-secret-key", "testing"]
+        args += request.getfixturevalue("s3_server").serve_args()
     short = tmp_path / "short.toml"
     short.write_text(f"upload_lifetime = {LIFETIME:g}\n")  # an int setting: "1", not "1.0"
     servers = {"late_put": live_factory(*args), "twin_puts": None,

@@ -218,13 +218,12 @@ def _recording(put, keys: list):
 
 # The same attack as the report's, over a real socket against a served emulator.
 
-@pytest.mark.parametrize("storage", ["fs", "s3"])
+@pytest.mark.parametrize("storage", ["fs", pytest.param("s3", marks=pytest.mark.s3)])
 def test_half_sent_put_over_a_socket_cannot_change_a_committed_version(live_factory, artifact,
                                                                        request, storage):
     args = []
     if storage == "s3":
-        args = ["--storage", "s3", "--s3-endpoint", request.getfixturevalue("moto_endpoint"),
-                "--s3-access-key", "testing", "--s3-secret-key", "testing"]
+        args = request.getfixturevalue("s3_server").serve_args()
     emu = live_factory(*args)
     box = Box(emu.http, artifact, AWS)
     assert box.open().status == 200

@@ -7,7 +7,7 @@ can stream files of any size through a bounded buffer.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import BinaryIO
 
 
@@ -22,7 +22,8 @@ class TooLarge(Exception):
 class Storage(ABC):
     @abstractmethod
     def ensure_bucket(self, bucket: str) -> None:
-        """Create the bucket if it does not exist."""
+        """Create the bucket if it does not exist (another node creating it at the same
+        moment is not an error)."""
 
     @abstractmethod
     def put(self, bucket: str, key: str, stream: BinaryIO) -> None:
@@ -42,8 +43,14 @@ class Storage(ABC):
 
     @abstractmethod
     def delete_prefix(self, bucket: str, prefix: str) -> None:
-        """Remove every object whose key starts with `prefix` (used for abandoned uploads)."""
+        """Remove every object whose key starts with `prefix`: one upload's objects, when it
+        is reclaimed or the emulator is reset."""
 
     @abstractmethod
-    def wipe(self, bucket: str) -> None:
-        """Remove every object in the bucket."""
+    def reclaim_partials(self, buckets: Collection[str], older_than: float) -> int:
+        """Remove the bytes of writes that were cut off (a killed process) and have not been
+        written to for `older_than` seconds; returns how many.
+
+        Younger ones stay: they may be another emulator node's PUT still streaming into the
+        same storage. A PUT older than an upload's lifetime cannot be made current any more
+        (its upload has expired), so callers pass `upload_lifetime`."""

@@ -6,7 +6,8 @@ import io
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -94,15 +95,20 @@ class FileStorage(Storage):
     def delete_prefix(self, bucket: str, prefix: str) -> None:
         shutil.rmtree(self._path(bucket, prefix.rstrip("/")), ignore_errors=True)
 
-    def wipe(self, bucket: str) -> None:
-        shutil.rmtree(self.root / bucket, ignore_errors=True)
-        shutil.rmtree(self.root / ".partial", ignore_errors=True)
-        self.ensure_bucket(bucket)
-
-    def clear_partials(self) -> None:
-        """Reclaim space of uploads cut off by a crash (called at start-up)."""
-        shutil.rmtree(self.root / ".partial", ignore_errors=True)
+    def reclaim_partials(self, buckets: Collection[str], older_than: float) -> int:
+        """Partial files of every bucket share one folder; its stale ones are removed
+        (by modification time, which every write moves on)."""
+        cutoff = time.time() - older_than
+        removed = 0
         (self.root / ".partial").mkdir(parents=True, exist_ok=True)
+        for entry in os.scandir(self.root / ".partial"):
+            try:
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:  # its PUT finished or failed meanwhile
+                pass
+        return removed
 
 
 def _move_into_place(tmp: str, target: Path) -> None:

@@ -1,8 +1,9 @@
-"""S3-compatible backend through the minio SDK (MinIO, or moto's server in our tests)."""
+"""S3-compatible backend through the minio SDK: MinIO, SeaweedFS, or any S3 server
+(tested against SeaweedFS and moto's server, docs/emulator.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import BinaryIO
 from urllib.parse import urlparse
 
@@ -37,8 +38,16 @@ class S3Storage(Storage):
         self.chunk_size = chunk_size
 
     def ensure_bucket(self, bucket: str) -> None:
-        if not self.client.bucket_exists(bucket):
+        if self.client.bucket_exists(bucket):
+            return
+        try:
             self.client.make_bucket(bucket)
+        except S3Error as exc:
+            # Two nodes starting at once both saw no bucket; the second to create it loses.
+            if exc.code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise
+            if not self.client.bucket_exists(bucket):
+                raise
 
     def put(self, bucket: str, key: str, stream: BinaryIO) -> None:
         self.client.put_object(bucket, key, stream, length=-1, part_size=PART_SIZE)
@@ -78,5 +87,10 @@ class S3Storage(Storage):
         for error in self.client.remove_objects(bucket, names):
             raise RuntimeError(f"could not delete {error.name}: {error.message}")
 
-    def wipe(self, bucket: str) -> None:
-        self.delete_prefix(bucket, "")
+    def reclaim_partials(self, buckets: Collection[str], older_than: float) -> int:
+        """Nothing to reclaim from here. A failed put() aborts its own multipart upload;
+        only a killed process leaves one, unseen in listings, and the emulator cannot tell it
+        from another node's PUT in flight: the listing's `Initiated` time is the server's
+        word, and moto's server reports one fixed date in 2010 for every upload. A bucket
+        lifecycle rule (AbortIncompleteMultipartUpload) is the S3 way (docs/emulator.md)."""
+        return 0

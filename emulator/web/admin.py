@@ -34,8 +34,7 @@ def health() -> Response:
 
 @bp.post("/reset")
 def reset() -> Response:
-    backend().reset()
-    return jsonify({"reset": True})
+    return jsonify(upkeep.reset(backend()))
 
 
 @bp.post("/keys")
