@@ -17,7 +17,6 @@ import tomllib
 from pathlib import Path
 
 import click
-import pytest
 import yaml
 
 from emulator.cli import serve
