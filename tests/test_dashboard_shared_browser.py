@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.conftest import LiveEmulator
 from tests.dashboard_seed import seed
@@ -44,9 +45,14 @@ def world(tmp_path_factory, browser) -> Iterator[LiveEmulator]:  # noqa: F811
     emu = LiveEmulator(["--data-dir", str(work / "emulator-data")])
     try:
         seed(emu.http)
+        # A URL target's base verdict needs a read-only and a scoped key too (docs/conformance.md)
+        keys = {access: requests.post(f"{emu.url}/_emulator/keys", timeout=30, json={
+            "scopes": [{"prefix": prefix, "access": access}]}).json()["key"]
+            for prefix, access in (("conf-", "read"), ("team-a/", "write"))}
         suite = subprocess.run(
             [sys.executable, "-m", "pytest", "conformance", "--target", emu.url, "--api-key",
-             "ak_local", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
+             "ak_local", "--read-key", keys["read"], "--scoped-key", f"{keys['write']}=team-a/",
+             "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
         assert suite.returncode == 0, suite.stdout[-3000:]
         yield emu
