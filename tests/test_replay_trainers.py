@@ -75,56 +75,59 @@ def assert_zombie_fenced_and_stopped(tmp_path: Path, stdout: str, row: str,
     assert stderr_lines, "the zombie's log names no newer holder's epoch"
 
 
-@needs_lightning
-def test_lightning_trainer_passes_spot_hop_resuming_at_each_hop(tmp_path: Path) -> None:
-    proc, report, rows = replay(tmp_path, "spot-hop", lightning("o41://experiments/lt-hop"))
+def assert_spot_hop(tmp_path: Path, proc, report, rows) -> None:
+    """What spot-hop must show for any trainer: B and C resume the latest across clouds,
+    each fencing the box before it, and the zombie is fenced and stops."""
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report["violations"] == []
     assert "latest -> step-00000003 (cross-cloud)" in rows["B"] and "A@1" in rows["B"]
     assert "latest -> step-00000006 (cross-cloud)" in rows["C"] and "B@2" in rows["C"]
+    assert_zombie_fenced_and_stopped(tmp_path, proc.stdout, rows["A"], "23")
+
+
+def assert_zombie_wakes_early(tmp_path: Path, proc, report, rows) -> None:
+    """What zombie-wakes-early must show: B's open alone fenced A, whose steps stop at 2."""
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["violations"] == []
+    assert "latest -> step-00000002 (cross-cloud)" in rows["B"] and "A@1" in rows["B"]
+    assert "1-2 -> aws/us-east-1" in rows["A"] and "after SIGCONT" not in rows["A"]
+    assert_zombie_fenced_and_stopped(tmp_path, proc.stdout, rows["A"], "2")
+
+
+@needs_lightning
+def test_lightning_trainer_passes_spot_hop_resuming_at_each_hop(tmp_path: Path) -> None:
+    proc, report, rows = replay(tmp_path, "spot-hop", lightning("o41://experiments/lt-hop"))
+    assert_spot_hop(tmp_path, proc, report, rows)
     assert "starting at global step 0" in log(tmp_path, "A")
     assert "starting at global step 3" in log(tmp_path, "B")
     assert "starting at global step 6" in log(tmp_path, "C")
     assert f"done at global step {STEPS}" in log(tmp_path, "C")
-    assert_zombie_fenced_and_stopped(tmp_path, proc.stdout, rows["A"], "23")
 
 
 @needs_lightning
 def test_lightning_trainer_passes_zombie_wakes_early(tmp_path: Path) -> None:
     proc, report, rows = replay(tmp_path, "zombie-wakes-early",
                                 lightning("o41://experiments/lt-early"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert report["violations"] == []
-    assert "latest -> step-00000002 (cross-cloud)" in rows["B"] and "A@1" in rows["B"]
-    assert "1-2 -> aws/us-east-1" in rows["A"] and "after SIGCONT" not in rows["A"]
+    assert_zombie_wakes_early(tmp_path, proc, report, rows)
     assert "starting at global step 2" in log(tmp_path, "B")
     assert f"done at global step {STEPS}" in log(tmp_path, "B")
-    assert_zombie_fenced_and_stopped(tmp_path, proc.stdout, rows["A"], "2")
 
 
 @needs_torch
 def test_dcp_trainer_under_o41_run_passes_spot_hop_resuming_at_each_hop(
         tmp_path: Path) -> None:
     proc, report, rows = replay(tmp_path, "spot-hop", dcp_under_o41_run("o41://experiments/dh"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert report["violations"] == []
-    assert "latest -> step-00000003 (cross-cloud)" in rows["B"] and "A@1" in rows["B"]
-    assert "latest -> step-00000006 (cross-cloud)" in rows["C"] and "B@2" in rows["C"]
+    assert_spot_hop(tmp_path, proc, report, rows)
     assert "starting at step 0" in log(tmp_path, "A")
     assert "resumed at step 3 from o41://experiments/dh/latest" in log(tmp_path, "B")
     assert "resumed at step 6 from o41://experiments/dh/latest" in log(tmp_path, "C")
     assert f"done at step {STEPS}" in log(tmp_path, "C")
-    assert_zombie_fenced_and_stopped(tmp_path, proc.stdout, rows["A"], "23")
 
 
 @needs_torch
 def test_dcp_trainer_under_o41_run_passes_zombie_wakes_early(tmp_path: Path) -> None:
     proc, report, rows = replay(tmp_path, "zombie-wakes-early",
                                 dcp_under_o41_run("o41://experiments/de"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert report["violations"] == []
-    assert "latest -> step-00000002 (cross-cloud)" in rows["B"] and "A@1" in rows["B"]
-    assert "1-2 -> aws/us-east-1" in rows["A"] and "after SIGCONT" not in rows["A"]
+    assert_zombie_wakes_early(tmp_path, proc, report, rows)
     assert "resumed at step 2 from o41://experiments/de/latest" in log(tmp_path, "B")
     assert f"done at step {STEPS}" in log(tmp_path, "B")
-    assert_zombie_fenced_and_stopped(tmp_path, proc.stdout, rows["A"], "2")
