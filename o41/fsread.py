@@ -10,6 +10,12 @@ read, where the next read will likely look) is kept, up to ``CACHE_BYTES``, leas
 recently used first out. A load that reads every byte of a file once fetches each byte
 once.
 
+A reader that moves forward through the file (DCP, ``torch.load``) is read ahead in runs of
+blocks, one GET per run, with a window that doubles while the reads keep landing in what
+was read ahead, up to ``MAX_AHEAD`` bytes: a 256 MiB shard is a handful of large GETs, not
+fifty small ones, each of which costs the server more than a MiB of ``sendfile`` does. A
+reader that stops has been sent at most the window it had earned.
+
 The sha256 of the file is computed as blocks arrive, in order, on a helper thread while the
 reader's caller works on the bytes (a block that arrives early
 is held until the hash reaches it, up to ``PENDING_BYTES``); once it has covered the file,
@@ -36,11 +42,14 @@ if TYPE_CHECKING:
 
 CACHE_BYTES = 64 * 1024 * 1024     # edge blocks kept once hashed
 PENDING_BYTES = 256 * 1024 * 1024  # blocks kept only because the hash has not reached them
-AHEAD = 2  # blocks asked for past a read that moved forward
+MAX_AHEAD = 64 * 1024 * 1024  # bytes read ahead of a reader that keeps moving forward
+RUN = 16 * 1024 * 1024  # read ahead in GETs of up to this many bytes (at least one block)
 
 
 class ReadFile(AbstractBufferedFile):
     """An fsspec read file over aligned blocks, each fetched at most once while held."""
+
+    DEFAULT_BLOCK_SIZE = 8 * 1024 * 1024  # fsspec's 5 MiB makes more, smaller GETs
 
     def __init__(self, fs: O41FileSystem, path: str, version: Version, entry: FileEntry,
                  **kwargs: Any) -> None:
@@ -54,8 +63,10 @@ class ReadFile(AbstractBufferedFile):
         self._hashed = 0  # bytes [0, _hashed) are in the running sha256
         self._bad: IntegrityError | None = None
         self._mutex = threading.Lock()
-        self._ahead: dict[int, Future[memoryview]] = {}  # blocks asked for ahead of reads
+        # blocks asked for ahead of reads: the run's future and the block's offset in it
+        self._ahead: dict[int, tuple[Future[memoryview], int]] = {}
         self._far = 0  # the furthest byte read so far: reads moving past it read ahead
+        self._window = 2  # blocks to hold ahead of the furthest read; doubles on each hit
 
     # -- the file interface -------------------------------------------------------------
 
@@ -86,7 +97,7 @@ class ReadFile(AbstractBufferedFile):
         super().close()
         if self._sha is not None:
             self._sha.stop()
-        for ahead in self._ahead.values():
+        for ahead, _ in self._ahead.values():
             ahead.cancel()
         self._ahead.clear()
         self._blocks.clear()
@@ -120,13 +131,19 @@ class ReadFile(AbstractBufferedFile):
         end = pos + len(view)
         first, last = pos // bs, (end - 1) // bs
         fresh: dict[int, memoryview] = {}          # blocks new to the cache: landed, fetched
+        hit = False
         for index in range(first, last + 1):
             ahead = self._ahead.pop(index, None)
             if ahead is not None:
+                future, at = ahead
                 try:
-                    fresh[index] = ahead.result()
+                    run = future.result()
                 except Exception:  # asked again below, with retries and re-signing
-                    pass
+                    continue
+                fresh[index] = run[at:at + min(bs, size - index * bs)]
+                hit = True
+        if hit:
+            self._window = min(2 * self._window, max(1, MAX_AHEAD // bs))
         fetch: list[tuple[int, memoryview]] = []
         direct: dict[int, memoryview] = {}         # whole blocks received into ``view``
         run: tuple[int, int] | None = None         # adjacent direct blocks: one GET
@@ -164,21 +181,33 @@ class ReadFile(AbstractBufferedFile):
             self._read_ahead(last + 1)
 
     def _read_ahead(self, start: int) -> None:
-        """Ask for the next ``AHEAD`` blocks while the caller works on this read's bytes
-        (torch deserializes a record while the next one arrives). A reader that stops
-        here has been sent at most ``AHEAD`` blocks it did not read."""
+        """Keep ``_window`` blocks from ``start`` on asked for or held, while the caller
+        works on this read's bytes (torch deserializes a record while the next arrives).
+        Asked for only once half the window is missing, so the GETs stay large."""
+        bs = self.blocksize
+        stop = min(start + self._window, -(-self.size // bs))
+        missing = [i for i in range(start, stop) if i not in self._blocks and i not in self._ahead]
+        if not missing or len(missing) * 2 < stop - start and stop * bs < self.size:
+            return
         pool = shared_pool()
-        for index in range(start, start + AHEAD):
-            if index * self.blocksize >= self.size:
-                break
-            if index not in self._blocks and index not in self._ahead:
-                self._ahead[index] = pool.submit(self._fetch_block, index)
+        per_run = max(1, RUN // bs)
+        runs: list[list[int]] = []
+        for index in missing:
+            if runs and runs[-1][-1] == index - 1 and len(runs[-1]) < per_run:
+                runs[-1].append(index)
+            else:
+                runs.append([index])
+        for run in runs:
+            future = pool.submit(self._fetch_run, run[0], run[-1] + 1)
+            for index in run:
+                self._ahead[index] = (future, (index - run[0]) * bs)
 
-    def _fetch_block(self, index: int) -> memoryview:
-        lo = index * self.blocksize
-        block = memoryview(bytearray(min(self.size, lo + self.blocksize) - lo))
-        fill(self.entry, [(lo, block)], workers=1)
-        return block
+    def _fetch_run(self, first: int, stop: int) -> memoryview:
+        """Blocks ``[first, stop)`` in one buffer, by one GET (a pool thread's)."""
+        lo = first * self.blocksize
+        run = memoryview(bytearray(min(self.size, stop * self.blocksize) - lo))
+        fill(self.entry, [(lo, run)], workers=1)
+        return run
 
     def _get(self, segments: list[tuple[int, memoryview]]) -> None:
         try:

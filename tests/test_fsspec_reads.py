@@ -78,6 +78,29 @@ def test_backward_seeks_of_a_torch_load_pattern_fetch_nothing_twice(
     assert data_server.served == len(data)
 
 
+def test_a_reader_moving_forward_is_read_ahead_in_few_large_gets(
+        data_server: FileServer) -> None:
+    """fifty-odd 1 MiB blocks, read 256 KiB at a time: a handful of GETs, each byte once"""
+    data = blob(48 * MIB + 5)
+    with open_served(data_server, data) as f:
+        got = bytearray()
+        while chunk := f.read(MIB // 4):
+            got += chunk
+    assert got == data
+    assert data_server.served == len(data)
+    assert len(data_server.ranges) <= 12, data_server.ranges
+
+
+def test_a_reader_that_stops_was_sent_at_most_the_window_it_earned(
+        data_server: FileServer) -> None:
+    data = blob(200 * MIB)
+    with open_served(data_server, data) as f:
+        for _ in range(3):
+            assert len(f.read(MIB)) == MIB
+    # three blocks read: the window doubled from two blocks to eight, so at most eight more
+    assert 3 * MIB <= data_server.served <= 11 * MIB
+
+
 def test_whole_file_read_of_corrupt_bytes_raises_integrity_error(
         data_server: FileServer) -> None:
     data = blob(3 * MIB + 7)
