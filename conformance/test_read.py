@@ -77,6 +77,16 @@ def test_read_not_found_when_version_or_artifact_unknown(o41_env: Env, o41_api: 
         expect_error(reply, 404, "not_found", "READ-1", f"{reply.target} of a missing artifact")
 
 
+@pytest.mark.rule("READ-1.b")
+@pytest.mark.usage
+def test_usage_of_an_artifact_nobody_made_is_not_found(o41_env: Env, o41_api: Client) -> None:
+    """The error table's not_found holds for every call naming an artifact: a report of
+    zeros would read as "this run moved nothing" for a typo of the run's name."""
+    missing = o41_env.artifact("never-used")
+    expect_error(o41_api.usage(missing), 404, "not_found", "READ-1", "usage/read of a "
+                 "missing artifact")
+
+
 @pytest.mark.rule("READ-2.a")
 def test_read_urls_download_with_plain_get(o41_env: Env, o41_api: Client) -> None:
     a, files = _one_version(o41_env, o41_api, "read2", {"model.pt": SIZE, "empty": 0})

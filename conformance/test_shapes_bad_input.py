@@ -17,7 +17,8 @@ SHA = "0" * 64
 
 def _bad_names(env: Env) -> list[str]:
     base = env.prefix
-    return [f"{base}/", f"{base}/a/b", f"{base}/a b", f"{base}/a$b", f"{base}/a:b"]
+    return [f"{base}/", f"{base}/a/b", f"{base}/a b", f"{base}/a$b", f"{base}/a:b",
+            f"{base}/.", f"{base}/.."]  # a path's own names are no part
 
 
 @pytest.mark.rule("API-1.f")

@@ -19,7 +19,7 @@ def test_published_prices_hold_every_route_and_cloud(o41_env: Env, o41_api: Clie
     for artifact in (None, o41_env.artifact("u1f")):
         reply = o41_api.usage(artifact)
         if artifact is not None and reply.status == 404:
-            continue  # usage of an artifact nobody made may be unknown
+            continue  # usage of an artifact nobody made is not found (READ-1.b)
         prices = expect_ok(reply, "USAGE-1", f"usage/read of {artifact or 'everything'}")
         missing = prices_missing(prices.get("prices"))
         check(not missing, "USAGE-1.f", f"the published prices: {'; '.join(missing)} "

@@ -264,6 +264,29 @@ class UnknownVersionWithUrlsForbidden(Mutant):
 
 
 @mutant
+class UsageOfUnknownArtifactZeros(Mutant):
+    """``usage/read`` of an artifact nobody made answers a report of zeros (the same
+    request without ``artifact``, emptied) instead of 404."""
+
+    name = "read-usage-of-unknown-artifact-gives-zeros"
+    clause = "READ-1.b"
+    summary = "usage/read of a missing artifact answers 200 with zero bytes instead of 404"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        if request.endpoint != "usage/read" or resp.status != 404 \
+                or request.arg("artifact") is None:
+            return resp
+        full = upstream.send(request.with_query(artifact=None))
+        body = full.json() if full.ok else None
+        if not isinstance(body, dict) or not isinstance(body.get("routes"), dict):
+            return resp
+        zero = {"write_bytes": 0, "read_bytes": 0, "cost_usd": 0.0}
+        return full.with_json({**body, "routes": {r: dict(zero) for r in body["routes"]},
+                               "total_cost_usd": 0.0, "transfers": [], "placements": []})
+
+
+@mutant
 class ForkFallsBackToSource(Mutant):
     """A read of a version a fork does not have answers the fork source's version of that
     name (the fork shares the source's version table)."""

@@ -1,6 +1,7 @@
 """Mutants of edge spellings the contract pins, and of duplicates: ``LATEST`` taken for
 ``latest``, a ``resume`` of another type taken for ``latest``, a stray slash after a name,
-reads without ``artifact``, and the same upload committed twice."""
+reads without ``artifact``, the same upload committed twice, and name parts that start
+with punctuation or are ``.`` and ``..``."""
 
 from __future__ import annotations
 
@@ -181,3 +182,41 @@ class CloudEchoedAsSpelled(Tracked):
             return node
 
         return response.with_json(respell(body))
+
+
+def _artifact_of(request: Request) -> str | None:
+    if request.endpoint == "artifacts/open":
+        name = body_of(request).get("artifact")
+        return name if isinstance(name, str) else None
+    return request.arg("artifact") if request.endpoint in READS else None
+
+
+@mutant
+class LeadingPunctuationRefused(Tracked):
+    name = "open-name-part-starting-with-dot-underscore-or-dash-refused"
+    clause = "OPEN-1.a"
+    summary = "names whose part starts with '.', '_' or '-' (such as 'p/_run') get 400"
+
+    def before(self, request: Request, upstream: Upstream) -> Response | None:
+        name = _artifact_of(request) or ""
+        if any(part[:1] in "._-" and part not in (".", "..") for part in name.split("/")
+               if part):
+            return Response.error(400, "invalid_argument", f"artifact {name!r} is not valid")
+        return None
+
+
+@mutant
+class DotPartsAccepted(Tracked):
+    name = "api-artifact-name-part-dot-or-dot-dot-accepted"
+    clause = "API-1.f"
+    summary = "a name part '.' or '..' (such as 'p/..') is taken as a name of its own"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | None:
+        name = _artifact_of(request)
+        if not name or not any(part in (".", "..") for part in name.split("/")):
+            return None
+        safe = "/".join({".": "dot", "..": "dot-dot"}.get(p, p) for p in name.split("/"))
+        if request.endpoint == "artifacts/open":
+            return request.with_json({**body_of(request), "artifact": safe})
+        return request.with_query(artifact=safe)
+
