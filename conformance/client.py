@@ -238,6 +238,19 @@ class Client:
         self.trail.add(reply.line())
         return reply
 
+    def verbatim(self, url: str) -> Reply:
+        """A GET of ``url`` exactly as written, query unencoded (the page's own call), with
+        the key, and bounded by the request deadline like every other call."""
+        resp = _send("GET", url, headers={"Authorization": f"Bearer {self.key}"},
+                     deadline=self.timeout)
+        try:
+            parsed: Any = contract_view(resp.json())
+        except ValueError:
+            parsed = None
+        reply = Reply("GET", url, resp.status_code, parsed, dict(resp.headers), resp.content)
+        self.trail.add(reply.line())
+        return reply
+
     def open(
         self,
         artifact: str,

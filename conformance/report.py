@@ -43,7 +43,7 @@ def rule_of(ident: str) -> str:
 
 
 def clauses() -> dict[str, str]:
-    """The contract's clause ids and texts, once rules.py defines them."""
+    """The contract's clause ids and texts, once clauses.py defines them."""
     return dict(getattr(_rules, "CLAUSES", {}) or {})
 
 
@@ -192,7 +192,7 @@ class Collector:
         return self._table(list(RULES), "rule")
 
     def by_clause(self) -> dict[str, dict[str, int]]:
-        """The same per clause id: every clause of rules.CLAUSES and every one a test marks."""
+        """The same per clause id: every clause of clauses.CLAUSES and every one a test marks."""
         return dict(sorted(self._table(list(clauses()), "clause").items(), key=_clause_order))
 
     def by_capability(self) -> dict[str, dict[str, Any]]:

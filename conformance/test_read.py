@@ -6,7 +6,6 @@ import time
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-import requests
 
 from conformance.actions import (
     Box,
@@ -91,17 +90,19 @@ def test_usage_of_an_artifact_nobody_made_is_not_found(o41_env: Env, o41_api: Cl
 def test_read_urls_download_with_plain_get(o41_env: Env, o41_api: Client) -> None:
     a, files = _one_version(o41_env, o41_api, "read2", {"model.pt": SIZE, "empty": 0})
     url = f"{o41_api.base}/versions/read?artifact={a.artifact}&version=latest&urls=1"
-    resp = requests.get(url, headers={"Authorization": f"Bearer {o41_env.key}"}, timeout=30)
-    check_equal(resp.status_code, 200, "READ-2", "the page's verbatim call")
-    listed = resp.json()["files"]
+    resp = o41_api.verbatim(url)
+    check_equal(resp.status, 200, "READ-2", "the page's verbatim call")
+    listed = resp.body.get("files") if isinstance(resp.body, dict) else None
     check(
-        all(isinstance(f.get("name"), str) and isinstance(f.get("url"), str) for f in listed),
+        isinstance(listed, list) and all(
+            isinstance(f, dict) and isinstance(f.get("name"), str)
+            and isinstance(f.get("url"), str) for f in listed),
         "READ-2",
-        f"files are not a list of {{name, url}}: {listed}",
+        f"files are not a list of {{name, url}}: {listed!r}",
     )
     for f in listed:
-        got = requests.get(o41_api.absolute(f["url"]), timeout=30)
-        check_equal(got.status_code, 200, "READ-2", f"plain GET of {f['name']}")
+        got = o41_api.fetch(f["url"])
+        check_equal(got.status, 200, "READ-2", f"plain GET of {f['name']}")
         check_equal(got.content, files[f["name"]], "READ-2", f"bytes of {f['name']}")
 
 

@@ -8,7 +8,6 @@ import time
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
-import requests
 
 from conformance.actions import (
     Box,
@@ -94,14 +93,16 @@ def test_plain_get_downloads_every_file_of_a_big_nested_version(
     sizes = {"model.pt": MIB + 4097, "shards/rank-1/optim.pt": 3000, "meta.json": 0}
     a, files = _version(o41_env, o41_api, "read2a", sizes)
     url = f"{o41_api.base}/versions/read?artifact={a.artifact}&version=latest&urls=1"
-    listed = requests.get(url, headers={"Authorization": f"Bearer {o41_env.key}"}, timeout=30)
-    check_equal(listed.status_code, 200, "READ-2", "the page's verbatim call")
-    entries = listed.json()["files"]
+    listed = o41_api.verbatim(url)
+    check_equal(listed.status, 200, "READ-2", "the page's verbatim call")
+    entries = listed.body.get("files") if isinstance(listed.body, dict) else None
+    check(isinstance(entries, list) and all(isinstance(f, dict) for f in entries), "READ-2",
+          f"files are not a list of objects: {entries!r}")
     check_equal(sorted(f["name"] for f in entries if f.get("url")), sorted(files), "READ-2",
                 "files with a URL")
     for f in entries:
-        got = requests.get(o41_api.absolute(f["url"]), timeout=60)
-        check_equal(got.status_code, 200, "READ-2", f"plain GET of {f['name']}")
+        got = o41_api.fetch(f["url"])
+        check_equal(got.status, 200, "READ-2", f"plain GET of {f['name']}")
         check_equal(len(got.content), len(files[f["name"]]), "READ-2", f"size of {f['name']}")
         check(got.content == files[f["name"]], "READ-2", f"bytes of {f['name']} differ")
 
