@@ -12,15 +12,43 @@ import time
 from collections.abc import Callable
 from urllib.parse import quote
 
-from itsdangerous import BadSignature, URLSafeSerializer
+from itsdangerous import BadSignature, Signer, URLSafeSerializer
+from itsdangerous.encoding import base64_encode
 
 from .errors import Forbidden
+
+
+class _KeyedSigner(Signer):
+    """itsdangerous' signer with its key derived once: the serializer makes a signer per
+    call, and each derived the same key again (a quarter of a URL's signing time)."""
+
+    _derived: dict[tuple[bytes, bytes], bytes] = {}
+
+    def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
+        secret = self.secret_keys[-1] if secret_key is None else secret_key
+        secret = secret.encode() if isinstance(secret, str) else secret
+        cache_key = (secret, self.salt)
+        key = self._derived.get(cache_key)
+        if key is None:
+            key = self._derived[cache_key] = super().derive_key(secret_key)
+        return key
+
+
+class _Serializer(URLSafeSerializer):
+    """URL-safe payloads, never zlib-compressed: a payload of a few dozen bytes seldom
+    shrinks, and trying costs more than the HMAC. Compressed ones (signed before this)
+    still load."""
+
+    default_signer = _KeyedSigner
+
+    def dump_payload(self, obj: object) -> bytes:
+        return base64_encode(self.serializer.dumps(obj, separators=(",", ":")).encode())
 
 
 class UrlSigner:
     def __init__(self, secret: str, never_expire: bool = False,
                  clock: Callable[[], float] = time.time) -> None:
-        self._serializer = URLSafeSerializer(secret, salt="o41-data-plane")
+        self._serializer = _Serializer(secret, salt="o41-data-plane")
         self._never_expire = never_expire  # the url-never-expires fault
         self._clock = clock  # the database's: a URL signed on one node is checked on another
 
