@@ -250,8 +250,12 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         raise FileNotFoundError(path)
 
     def modified(self, path: str) -> datetime:
-        """When the version holding ``path`` was committed (Lightning picks ``last`` by it)."""
-        created = self.info(path).get("created_at")
+        """When the version holding ``path`` was committed (Lightning picks ``last`` by it);
+        for the artifact, when its latest version was."""
+        info = self.info(path)
+        created = info.get("created_at")
+        if not created and info.get("latest"):
+            created = self.info(f"{info['name']}/{info['latest']}").get("created_at")
         if not created:
             raise FileNotFoundError(f"{path}: has no commit time")
         return datetime.fromisoformat(str(created).replace("Z", "+00:00"))

@@ -93,8 +93,37 @@ def _mend_checkpoint(cls: Any) -> None:
 
     cls._find_last_checkpoints = _find_last_checkpoints
     cls._remove_checkpoint = _remove_checkpoint
+    _mend_link(cls)
     for name in [n for n in vars(cls) if n.startswith("on_") and callable(vars(cls)[n])]:
         setattr(cls, name, _one_version_per_save(vars(cls)[name]))
+
+
+def _mend_link(cls: Any) -> None:
+    """``save_last="link"``: Lightning allows it on local paths only (a symlink). On o41
+    the version is the link: ``last_model_path`` names the checkpoint the save linked to,
+    nothing is uploaded twice, and ``ckpt_path="last"`` is the latest version's checkpoint."""
+    setup, save_last = cls.setup, cls._save_last_checkpoint
+
+    @functools.wraps(setup)
+    def setup_(self: Any, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.save_last != "link" or not str(self.dirpath or "").startswith("o41://"):
+            return setup(self, trainer, *args, **kwargs)
+        self.save_last = True  # past Lightning's check for a local path
+        try:
+            return setup(self, trainer, *args, **kwargs)
+        finally:
+            self.save_last = "link"
+
+    @functools.wraps(save_last)
+    def _save_last_checkpoint(self: Any, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+        if (self.save_last == "link" and _o41(self) is not None and self.save_top_k != 0
+                and self._last_checkpoint_saved):
+            self.last_model_path = self._last_checkpoint_saved
+            return None
+        return save_last(self, trainer, *args, **kwargs)
+
+    cls.setup = setup_
+    cls._save_last_checkpoint = _save_last_checkpoint
 
 
 def _one_version_per_save(hook: Any) -> Any:
@@ -130,10 +159,19 @@ def _mend_trainer(cls: Any) -> None:
         if not str(filepath).startswith("o41://"):
             return save(self, filepath, *args, **kwargs)
         fs, _ = fsspec.core.url_to_fs(str(filepath))
-        with fs.transaction as trans:
-            if trans.root_step is None:
-                trans.root_step = int(self.global_step)
-            return save(self, filepath, *args, **kwargs)
+        try:
+            with fs.transaction as trans:
+                if trans.root_step is None:
+                    trans.root_step = int(self.global_step)
+                return save(self, filepath, *args, **kwargs)
+        except VersionExists as exc:
+            if trans.depth or parse(fs._strip_protocol(str(filepath))).version:
+                raise  # inside a ModelCheckpoint save, or a version named by the caller
+            raise VersionExists(
+                f"trainer.save_checkpoint({str(filepath)!r}) at global step "
+                f"{self.global_step}: {exc.message}; a checkpoint of this step is there "
+                "already (ModelCheckpoint saved it), or save by hand before it does",
+                status=exc.status) from None
 
     cls.save_checkpoint = save_checkpoint
 
@@ -176,6 +214,7 @@ def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
         chosen = select(self, state_fn, ckpt_path, *args, **kwargs)
         if fitting:
             for cb, fs in targets:
+                _refuse_rewind(fs, cb.dirpath, chosen)
                 fs.run(cb.dirpath, resume=_resume_for(cb.dirpath, chosen))
         return chosen
 
@@ -189,6 +228,27 @@ def _check_dirpath(dirpath: str) -> None:
         raise ConfigError(f"ModelCheckpoint(dirpath={dirpath!r}): the dirpath of an o41 run "
                           f"is its artifact, o41://{where.artifact}; each save becomes a "
                           "version (step-XXXXXXXX/) of it")
+
+
+def _refuse_rewind(fs: Any, dirpath: str, ckpt_path: Any) -> None:
+    """A fit from an older checkpoint of its own artifact would fail at its first save
+    (steps only move forward, VER-3): refuse it at launch, before anything is fenced."""
+    text = str(ckpt_path or "")
+    if not text.startswith("o41://"):
+        return
+    mine, theirs = parse(dirpath[6:]), parse(fs._strip_protocol(text))
+    if theirs.artifact != mine.artifact or theirs.version == "latest":
+        return
+    chosen = fs._version_of(theirs).version
+    latest = fs._signed(mine.artifact, "latest", fresh=True).version
+    if chosen == latest:
+        return
+    raise NotAfterLatest(
+        f"fit(ckpt_path={text!r}) goes back to {chosen} of o41://{mine.artifact}, whose "
+        f"latest is {latest}: its saves would not be after the latest (not_after_latest, "
+        "VER-3); resume with ckpt_path='last', or fork it into a new artifact: "
+        f"ModelCheckpoint(dirpath='o41://{mine.artifact}-from-{chosen}') with this ckpt_path",
+        status=409)
 
 
 def _resume_for(dirpath: str, ckpt_path: Any) -> str | None:
