@@ -234,7 +234,7 @@ CODES: tuple[str, ...] = tuple(_BY_CODE)
 
 __all__ = [
     "CODES", "ApiError", "ConfigError", "Conflict", "ExitCode", "Fenced", "Forbidden",
-    "HasCheckpoints", "Immutable", "Incomplete", "IntegrityError", "InvalidArgument", "NotAfterLatest",
-    "NotEmpty", "NotFound", "O41Error", "PayloadTooLarge", "ServerError", "TransportError",
-    "Unauthenticated", "VersionExists", "from_response",
+    "HasCheckpoints", "Immutable", "Incomplete", "IntegrityError", "InvalidArgument",
+    "NotAfterLatest", "NotEmpty", "NotFound", "O41Error", "PayloadTooLarge", "ServerError",
+    "TransportError", "Unauthenticated", "VersionExists", "from_response",
 ]
