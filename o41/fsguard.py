@@ -40,7 +40,10 @@ def check_new_step(fs: Any, key: StepKey) -> None:
         raise VersionExists(
             f"{where} is committed already (version_exists: committed versions are "
             f"immutable, VER-2){_holding(fs, artifact, version)}; write a step after the "
-            f"latest ({latest})", status=409)
+            f"latest ({latest}). A file closed outside a transaction commits its step: "
+            "write the files of one step inside `with fs.transaction:`, or put their "
+            f"folder with fs.put(dir, 'o41://{artifact}/step-XXXXXXXX/', recursive=True)",
+            status=409)
     raise NotAfterLatest(
         f"{where}: not_after_latest: the latest version of o41://{artifact} is {latest}, "
         "and a new version's step must exceed it (VER-3)", status=409)

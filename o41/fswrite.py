@@ -99,8 +99,13 @@ class StepWriter:
         if is_marker(f.relname, self.markers) or not is_part(f.relname, self.parts):
             self._commit_step(f.key)
 
-    def _commit_step(self: Any, key: StepKey) -> Version | None:
-        """Hash the step's files, upload them and commit: ONE version, commit record last."""
+    def _commit_step(self: Any, key: StepKey, held: bool = False) -> Version | None:
+        """Hash the step's files, upload them and commit: ONE version, commit record last.
+
+        A step another thread holds (``Staging.hold``) is committed only by that holder
+        (``held=True``)."""
+        if not held and self._staging.is_held(key):
+            return None
         step = self._staging.pop(key)
         if step is None or not step.files:
             return None

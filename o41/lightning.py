@@ -36,6 +36,7 @@ import fsspec
 
 from .errors import ConfigError, NotAfterLatest, VersionExists
 from .fspaths import parse
+from .lightning_async import mend_async
 from .location import version_name
 
 log = logging.getLogger("o41")
@@ -62,6 +63,7 @@ def mend() -> None:
             _mend_checkpoint(checkpoint_cls)
             _mend_connector(connector._CheckpointConnector, checkpoint_cls)
             _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer)
+            mend_async(package)
             checkpoint_cls._o41_mended = True
 
 
