@@ -75,7 +75,6 @@ class Staging:
         """Keep closes and transactions of other threads from committing ``key``: its commit
         is made later, by whoever holds it (an async Lightning save's executor)."""
         with self.lock:
-            self._step(key)
             self.held[key] = self.held.get(key, 0) + 1
 
     def release(self, key: StepKey) -> None:
@@ -272,8 +271,8 @@ class StepTransaction(Transaction):
         self.depth = 0
         self.failed = False
         self.root_step: int | None = None  # the step files at the artifact's top go to
-        # steps whose files another thread writes: their commit (True) or discard (False)
-        # is handed to that thread's queue, after the writes (o41.lightning's async saves)
+        # steps whose commit is someone else's (a Lightning fit's pending step): told at the
+        # end whether the block succeeded, instead of being committed or discarded here
         self.deferred: dict[StepKey, Callable[[bool], None]] = {}
 
     def __enter__(self) -> StepTransaction:

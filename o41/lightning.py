@@ -19,6 +19,10 @@ changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint
   saves ``last.ckpt`` again at an epoch's end) keeps the first.
 - **``trainer.save_checkpoint("o41://P/N/final.ckpt")``** by hand goes into the version of
   the trainer's global step too.
+- **A fit from an older checkpoint of its own artifact** is refused at launch
+  (``not_after_latest``): its saves could never commit (VER-3).
+- **``save_last="link"``**: the version is the link (``last_model_path`` names the linked
+  checkpoint); **``AsyncCheckpointIO``**: ``o41.lightning_async``.
 - **Top-k deletes keep versions.** Versions are immutable (VER-2), and a run must never lose
   the checkpoint it resumed from (Lightning issue 21813): the delete is logged and skipped.
 """
@@ -37,6 +41,8 @@ import fsspec
 from .errors import ConfigError, NotAfterLatest, VersionExists
 from .fspaths import parse
 from .lightning_async import mend_async
+from .lightning_steps import begin, saving, targets
+from .lightning_steps import teardown as end_of_fit
 from .location import version_name
 
 log = logging.getLogger("o41")
@@ -62,7 +68,9 @@ def mend() -> None:
                 continue
             _mend_checkpoint(checkpoint_cls)
             _mend_connector(connector._CheckpointConnector, checkpoint_cls)
-            _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer)
+            _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer,
+                          checkpoint_cls)
+            _mend_hooks(importlib.import_module(f"{package}.trainer.call"), checkpoint_cls)
             mend_async(package)
             checkpoint_cls._o41_mended = True
 
@@ -151,23 +159,49 @@ def _one_version_per_save(hook: Any) -> Any:
     return wrapped
 
 
-def _mend_trainer(cls: Any) -> None:
-    save = cls.save_checkpoint
+def _mend_hooks(call: Any, checkpoint_cls: Any) -> None:
+    """Each call of the callbacks' saving hooks saves into the fit's pending version of its
+    global step, whichever callbacks save (``o41.lightning_steps``)."""
+    hooks = call._call_callback_hooks
+    saving_hooks = {n for n in vars(checkpoint_cls) if n.startswith("on_")}
+
+    @functools.wraps(hooks)
+    def _call_callback_hooks(trainer: Any, hook_name: str, *args: Any, **kwargs: Any) -> Any:
+        found = targets(trainer, checkpoint_cls, _o41) if hook_name in saving_hooks else []
+        if not found:
+            return hooks(trainer, hook_name, *args, **kwargs)
+        with saving(trainer, found, int(trainer.global_step)):
+            return hooks(trainer, hook_name, *args, **kwargs)
+
+    call._call_callback_hooks = _call_callback_hooks
+
+
+def _mend_trainer(cls: Any, checkpoint_cls: Any) -> None:
+    save, teardown = cls.save_checkpoint, cls._teardown
+
+    @functools.wraps(teardown)
+    def _teardown(self: Any) -> Any:
+        end_of_fit(self)  # commit the pending version before the saving thread stops
+        return teardown(self)
 
     @functools.wraps(save)
     def save_checkpoint(self: Any, filepath: Any, *args: Any, **kwargs: Any) -> Any:
         """A checkpoint saved by hand at the top (``o41://P/N/final.ckpt``) goes into the
-        version of the trainer's global step, as ModelCheckpoint's do."""
+        version of the trainer's global step, as ModelCheckpoint's do (during a fit, into
+        its pending version)."""
         if not str(filepath).startswith("o41://"):
             return save(self, filepath, *args, **kwargs)
         fs, _ = fsspec.core.url_to_fs(str(filepath))
+        artifact = parse(fs._strip_protocol(str(filepath))).artifact
+        found = [t for t in targets(self, checkpoint_cls, _o41)
+                 if t[0] is fs and t[1] == artifact]
         try:
-            with fs.transaction as trans:
+            with saving(self, found, int(self.global_step)), fs.transaction as trans:
                 if trans.root_step is None:
                     trans.root_step = int(self.global_step)
                 return save(self, filepath, *args, **kwargs)
         except VersionExists as exc:
-            if trans.depth or parse(fs._strip_protocol(str(filepath))).version:
+            if found or trans.depth or parse(fs._strip_protocol(str(filepath))).version:
                 raise  # inside a ModelCheckpoint save, or a version named by the caller
             raise VersionExists(
                 f"trainer.save_checkpoint({str(filepath)!r}) at global step "
@@ -176,6 +210,7 @@ def _mend_trainer(cls: Any) -> None:
                 status=exc.status) from None
 
     cls.save_checkpoint = save_checkpoint
+    cls._teardown = _teardown
 
 
 def last_checkpoint(fs: Any, artifact: str) -> set[str]:
@@ -202,6 +237,7 @@ def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
         fitting = str(getattr(state_fn, "value", state_fn)) == _FITTING
         if fitting:
             _refuse_root_dir(trainer, checkpoint_cls)
+            begin(trainer)
         targets = [(cb, fs) for cb in trainer.checkpoint_callbacks
                    if isinstance(cb, checkpoint_cls) and (fs := _o41(cb)) is not None]
         for cb, _ in targets:
