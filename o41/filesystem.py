@@ -175,8 +175,10 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         where = self._split(path)
         if where.version is None and not where.name or not where.name:
             raise IsADirectoryError(path)
-        if where.version == "latest" and is_marker(where.name, self.markers):
+        if (where.version == "latest" or where.at_top and step_in_name(where.name) is None
+                ) and is_marker(where.name, self.markers):
             self.hold_latest(where.artifact, None)  # a new load begins: see the newest
+            # (``dcp.load(checkpoint_id="o41://P/N")`` reads the latest at the top)
         found = self._version_of(where)
         for entry in found.files:
             if entry.name == where.name:

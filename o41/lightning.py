@@ -13,10 +13,11 @@ changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint
   the protocol (``os.path.normpath`` over ``fs.ls``: Lightning issue 18261) and looks on
   local disk; here it returns the version's ``last*.ckpt`` (or its checkpoint), pinned to
   its ``step-…`` folder so the load cannot mix versions.
-- **One save, one version.** Each ``ModelCheckpoint`` hook runs in one transaction at the
-  trainer's global step: ``epoch=0-step=100.ckpt`` and ``last.ckpt`` of one save become the
-  files of ``step-00000100``. A second save at a step this run already committed (Lightning
-  saves ``last.ckpt`` again at an epoch's end) keeps the first.
+- **One global step, one version.** Every save of a fit's global step, whichever callback
+  and hook makes it, goes into the pending version of that step (``o41.lightning_steps``):
+  ``epoch=0-step=100.ckpt`` and ``last.ckpt`` become the files of ``step-00000100``, which
+  commits when the fit saves at a later step or ends. A save at a step committed already
+  (by the launch this one resumed from) keeps what is there.
 - **``trainer.save_checkpoint("o41://P/N/final.ckpt")``** by hand goes into the version of
   the trainer's global step too.
 - **A fit from an older checkpoint of its own artifact** is refused at launch

@@ -216,6 +216,21 @@ def test_dcp_loop_with_state_dict_helpers_then_load_a_named_step(
     assert all(torch.equal(v, saved[20][k]) for k, v in again.state_dict().items())
 
 
+def test_dcp_load_of_the_artifact_itself_reads_the_newest_commit(
+        o41_env: Emulator, o41_location: str) -> None:
+    from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
+
+    dcp.save({"w": torch.ones(3)}, checkpoint_id=f"{o41_location}/step-00000001")
+    state = {"w": torch.zeros(3)}
+    dcp.load(state, checkpoint_id=o41_location)
+    assert torch.equal(state["w"], torch.ones(3))
+    # another launch (another holder) commits step 2; this process goes on loading
+    dcp.save({"w": torch.full((3,), 2.0)}, storage_writer=FsspecWriter(
+        f"{o41_location}/step-00000002", thread_count=2, holder="box-b"))
+    dcp.load(state, checkpoint_id=o41_location)
+    assert torch.equal(state["w"], torch.full((3,), 2.0))
+
+
 def cause(exc: CheckpointException) -> BaseException:
     failure = next(iter(exc.failures.values()))
     return failure[0] if isinstance(failure, tuple) else failure
