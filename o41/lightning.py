@@ -42,7 +42,7 @@ import fsspec
 from .errors import ConfigError, NotAfterLatest, VersionExists
 from .fspaths import parse
 from .lightning_async import mend_async
-from .lightning_steps import begin, saving, targets
+from .lightning_steps import begin, flush, saving, targets
 from .lightning_steps import teardown as end_of_fit
 from .location import version_name
 
@@ -168,6 +168,8 @@ def _mend_hooks(call: Any, checkpoint_cls: Any) -> None:
 
     @functools.wraps(hooks)
     def _call_callback_hooks(trainer: Any, hook_name: str, *args: Any, **kwargs: Any) -> Any:
+        if hook_name == "on_train_batch_start":
+            flush(trainer)  # the last step's saves (its batch, epoch, validation) are made
         found = targets(trainer, checkpoint_cls, _o41) if hook_name in saving_hooks else []
         if not found:
             return hooks(trainer, hook_name, *args, **kwargs)

@@ -6,9 +6,11 @@ batch's end and again at validation's end. On s3 these are files beside each oth
 version is immutable once committed, so a version per save call would keep the first save
 of the step and lose the rest. So every save of a fit's global step goes into ONE pending
 version: the step is held (``Staging.hold``: no close or transaction commits it), and it is
-committed when the trainer saves at a later step, and at the end of ``fit`` (its teardown,
-also after an exception: what was saved whole is kept). A killed process loses only the
-pending step, which was never visible. With ``AsyncCheckpointIO`` the commit is queued
+committed when the next training batch starts (every save of the step is made by then: at
+its batch's end, its epoch's end, its validation's end), when the trainer saves at a later
+step, and at the end of ``fit`` (its teardown, also after an exception: what was saved
+whole is kept). A process killed in between loses only that step, which was never
+visible. With ``AsyncCheckpointIO`` the commit is queued
 behind the step's writes on Lightning's saving thread.
 """
 

@@ -356,3 +356,26 @@ def test_async_checkpoint_io_trainer_killed_relaunched_and_its_zombie_stopped(
     found = versions(api, key, o41_location)
     assert found[-1]["step"] == last + 10
     assert [v for v in found if v["epoch"] == old and v["step"] > last] == []
+
+
+def test_a_save_is_visible_once_the_next_step_runs_and_a_kill_then_resumes_there(
+        o41_emulator: Emulator, o41_location: str) -> None:
+    import re
+
+    from trainer_runs import start, versions
+
+    api, key = o41_emulator.api, o41_emulator.key
+    first = start(o41_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
+                  "400", "--every", "5", "--sleep", "0.1")
+    first.wait_line(r"^step 11$")
+    first.pause()
+    printed = max(int(m.group(1)) for line in first.output().splitlines()
+                  if (m := re.match(r"^step (\d+)$", line)))
+    committed = versions(api, key, o41_location)[-1]["step"]
+    # a save at step S commits as batch S+1 starts, before "step S+1" is printed
+    assert committed >= 5 * ((printed - 1) // 5) >= 10
+    first.kill()
+    again = start(o41_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
+                  str(committed + 5), "--every", "5")
+    assert int(again.wait_line(r"^resumed-at (\d+)").group(1)) == committed
+    assert again.finish() == 0, again.output()
