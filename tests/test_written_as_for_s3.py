@@ -2,10 +2,11 @@
 
 Each test is what an ML engineer writes for s3fs (Lightning 2.6 here; torch DCP and plain
 fsspec in tests/test_written_as_for_s3_dcp_fsspec.py), run in this process against the
-emulator with the client configured from the environment only (``O41_ARTIFACTS_API_URL`` / ``O41_ARTIFACTS_API_KEY``), as docs/fsspec.md says. Where
-o41 cannot do what s3 does (a committed version is immutable, steps only move forward),
-the test pins the one clear error, with the contract's code, and that nothing was lost.
-Where fencing and exits matter, the trainer runs as a subprocess (tests/trainer_runs.py).
+emulator with the client configured from the environment only (``O41_ARTIFACTS_API_URL``,
+``O41_ARTIFACTS_API_KEY``), as docs/fsspec.md says. Where o41 cannot do what s3 does (a
+committed version is immutable, steps only move forward), the test pins the one clear
+error, with the contract's code, and that nothing was lost. Where fencing and exits
+matter, the trainer runs as a subprocess (tests/trainer_runs.py).
 """
 
 from __future__ import annotations
