@@ -17,6 +17,7 @@ The hierarchy (exit code of the ``o41`` CLI on the right)::
             ├── HasCheckpoints     has_checkpoints
             ├── NotEmpty           not_empty
             ├── VersionExists      version_exists
+            │   └── Immutable      version_exists        a removal or rename of a committed file
             ├── NotAfterLatest     not_after_latest
             ├── Incomplete         incomplete
             └── Fenced             fenced               8  names who fenced the run
@@ -140,6 +141,16 @@ class VersionExists(Conflict):
     code = "version_exists"
 
 
+class Immutable(VersionExists, PermissionError):
+    """A removal or rename of a committed file: versions are immutable (VER-2).
+
+    A ``PermissionError`` too, as a read-only bucket refuses a delete, so generic code (a
+    retention loop calling ``fs.rm``) sees the failure it knows. Never raised by a write:
+    Lightning's ``_atomic_save`` swallows ``PermissionError``, and a refused save must not
+    vanish silently.
+    """
+
+
 class NotAfterLatest(Conflict):
     code = "not_after_latest"
 
@@ -223,7 +234,7 @@ CODES: tuple[str, ...] = tuple(_BY_CODE)
 
 __all__ = [
     "CODES", "ApiError", "ConfigError", "Conflict", "ExitCode", "Fenced", "Forbidden",
-    "HasCheckpoints", "Incomplete", "IntegrityError", "InvalidArgument", "NotAfterLatest",
-    "NotEmpty", "NotFound", "O41Error", "PayloadTooLarge", "ServerError", "TransportError",
-    "Unauthenticated", "VersionExists", "from_response",
+    "HasCheckpoints", "Immutable", "Incomplete", "IntegrityError", "InvalidArgument",
+    "NotAfterLatest", "NotEmpty", "NotFound", "O41Error", "PayloadTooLarge", "ServerError",
+    "TransportError", "Unauthenticated", "VersionExists", "from_response",
 ]

@@ -175,8 +175,10 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         where = self._split(path)
         if where.version is None and not where.name or not where.name:
             raise IsADirectoryError(path)
-        if where.version == "latest" and is_marker(where.name, self.markers):
+        if (where.version == "latest" or where.at_top and step_in_name(where.name) is None
+                ) and is_marker(where.name, self.markers):
             self.hold_latest(where.artifact, None)  # a new load begins: see the newest
+            # (``dcp.load(checkpoint_id="o41://P/N")`` reads the latest at the top)
         found = self._version_of(where)
         for entry in found.files:
             if entry.name == where.name:
@@ -250,8 +252,12 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         raise FileNotFoundError(path)
 
     def modified(self, path: str) -> datetime:
-        """When the version holding ``path`` was committed (Lightning picks ``last`` by it)."""
-        created = self.info(path).get("created_at")
+        """When the version holding ``path`` was committed (Lightning picks ``last`` by it);
+        for the artifact, when its latest version was."""
+        info = self.info(path)
+        created = info.get("created_at")
+        if not created and info.get("latest"):
+            created = self.info(f"{info['name']}/{info['latest']}").get("created_at")
         if not created:
             raise FileNotFoundError(f"{path}: has no commit time")
         return datetime.fromisoformat(str(created).replace("Z", "+00:00"))

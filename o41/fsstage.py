@@ -19,6 +19,7 @@ import tempfile
 import threading
 import warnings
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,7 +68,26 @@ class Staging:
     def __init__(self, root: str | None = None) -> None:
         self.root = root
         self.steps: dict[StepKey, Step] = {}
+        self.held: dict[StepKey, int] = {}  # steps whose commit another thread will make
         self.lock = threading.RLock()
+
+    def hold(self, key: StepKey) -> None:
+        """Keep closes and transactions of other threads from committing ``key``: its commit
+        is made later, by whoever holds it (an async Lightning save's executor)."""
+        with self.lock:
+            self.held[key] = self.held.get(key, 0) + 1
+
+    def release(self, key: StepKey) -> None:
+        with self.lock:
+            left = self.held.get(key, 0) - 1
+            if left > 0:
+                self.held[key] = left
+            else:
+                self.held.pop(key, None)
+
+    def is_held(self, key: StepKey) -> bool:
+        with self.lock:
+            return key in self.held
 
     def new_file(self, key: StepKey) -> Path:
         """A fresh local file to stage one written file of ``key`` in."""
@@ -251,6 +271,9 @@ class StepTransaction(Transaction):
         self.depth = 0
         self.failed = False
         self.root_step: int | None = None  # the step files at the artifact's top go to
+        # steps whose commit is someone else's (a Lightning fit's pending step): told at the
+        # end whether the block succeeded, instead of being committed or discarded here
+        self.deferred: dict[StepKey, Callable[[bool], None]] = {}
 
     def __enter__(self) -> StepTransaction:
         # Nested blocks (Lightning's ``_atomic_save`` inside o41's save of a Lightning step)
@@ -271,12 +294,14 @@ class StepTransaction(Transaction):
     def start(self) -> None:
         self.files = deque()
         self.steps = set()
+        self.deferred = {}
         self.fs._intrans = True
 
     def complete(self, commit: bool = True) -> None:
         fs: O41FileSystem = self.fs
         files, self.files = list(self.files), deque()
         keys, self.steps = set(self.steps), set()
+        deferred, self.deferred = dict(self.deferred), {}
         try:
             for f in files:
                 keys.add(f.key)
@@ -284,16 +309,19 @@ class StepTransaction(Transaction):
                     f.close()
                 else:
                     f.discard()
-            for key in sorted(keys):
+            for key in sorted(keys - deferred.keys()):
                 if commit:
                     fs._commit_step(key)
                 else:
                     fs._staging.discard(key)
         except BaseException:
-            for key in keys:  # steps not committed yet are dropped with the failed one
+            commit = False
+            for key in keys - deferred.keys():  # steps not committed yet go with the failed one
                 fs._staging.discard(key)
             raise
         finally:
+            for later in deferred.values():
+                later(commit)
             self.root_step = None
             fs._intrans = False
             fs._transaction = None

@@ -18,8 +18,9 @@ from typing import Any
 
 from . import fsrun
 from .checkpoint import Run
-from .errors import ConfigError, Fenced, VersionExists
+from .errors import ConfigError, Fenced, Immutable, VersionExists
 from .fsbytes import staged_files
+from .fsguard import check_new_step, refuse_removal
 from .fspaths import O41Path, outside_layout, parse, top_version
 from .fsstage import StepKey, WriteFile, cleanup, is_marker, is_part, warn_uncommitted
 from .models import Version
@@ -61,6 +62,11 @@ class StepWriter:
             try:
                 version = top_version(where.name, getattr(trans, "root_step", None))
             except ValueError as exc:
+                if is_part(where.name, self.parts) or is_marker(where.name, self.markers):
+                    raise ConfigError(  # dcp.save(checkpoint_id="o41://P/N")
+                        f"{where.url}: o41://{where.artifact} is the artifact, and a "
+                        "multi-file checkpoint goes into one of its versions: "
+                        f"checkpoint_id='o41://{where.artifact}/step-XXXXXXXX'") from None
                 raise ConfigError(f"{where.url}: {exc}") from None
             return (where.artifact, version), where.name
         if where.version in (None, "latest") or not where.name:
@@ -75,6 +81,7 @@ class StepWriter:
         if "x" in mode and self.exists(path):
             raise FileExistsError(path)
         self._writable(key[0])  # the open comes before any bytes: a refusal is learned first
+        check_new_step(self, key)
         return WriteFile(self, path, key, name, self._staging.new_file(key), autocommit)
 
     def _writable(self: Any, artifact: str) -> Run:
@@ -92,8 +99,13 @@ class StepWriter:
         if is_marker(f.relname, self.markers) or not is_part(f.relname, self.parts):
             self._commit_step(f.key)
 
-    def _commit_step(self: Any, key: StepKey) -> Version | None:
-        """Hash the step's files, upload them and commit: ONE version, commit record last."""
+    def _commit_step(self: Any, key: StepKey, held: bool = False) -> Version | None:
+        """Hash the step's files, upload them and commit: ONE version, commit record last.
+
+        A step another thread holds (``Staging.hold``) is committed only by that holder
+        (``held=True``)."""
+        if not held and self._staging.is_held(key):
+            return None
         step = self._staging.pop(key)
         if step is None or not step.files:
             return None
@@ -139,6 +151,15 @@ class StepWriter:
             for key in sorted(batch):
                 self._commit_step(key)
 
+    def pipe(self: Any, path: Any, value: Any = None, **kwargs: Any) -> None:
+        """``pipe({name: bytes, ...})`` is one call: each step its files land in becomes one
+        version when it ends, as a ``put`` does (a single file commits at once anyway)."""
+        if isinstance(path, dict) and not self._intrans:
+            with self.transaction:
+                super().pipe(path, value, **kwargs)  # type: ignore[misc]
+            return
+        super().pipe(path, value, **kwargs)  # type: ignore[misc]
+
     def put_file(self: Any, lpath: Any, rpath: str, callback: Any = None,
                  mode: str = "overwrite", **kwargs: Any) -> None:
         """Stage a local file by reference (it is read when its step commits)."""
@@ -148,6 +169,7 @@ class StepWriter:
         if mode == "create" and self.exists(rpath):
             raise FileExistsError(rpath)
         self._writable(key[0])
+        check_new_step(self, key)
         self._staging.add(key, name, Path(lpath).absolute())
         if self._intrans:
             self.transaction.steps.add(key)
@@ -157,11 +179,11 @@ class StepWriter:
             self._commit_step(key)
 
     def rm_file(self: Any, path: str) -> None:
-        key, name = self._write_target(path)
-        if not self._staging.remove(key, name):
-            self._refuse_if_fenced(key[0])
-            raise PermissionError(f"{path}: committed versions are immutable (VER-2); "
-                                  "only a file not yet committed can be removed")
+        where = self._split(path)
+        if where.version not in (None, "latest") and where.name and self._staging.remove(
+                (where.artifact, where.version), where.name):
+            return
+        refuse_removal(self, path)
 
     def _refuse_if_fenced(self: Any, artifact: str) -> None:
         """A fenced zombie's clean-up of what the newer box committed (DCP removes an old
@@ -179,8 +201,10 @@ class StepWriter:
             key = (where.artifact, where.version or "")
             if where.version and not where.name and key in self._staging.steps:
                 self._staging.discard(key)
-            else:
+            elif where.name:
                 self.rm_file(p)
+            else:
+                refuse_removal(self, p)
 
     def mv(self: Any, path1: str, path2: str, recursive: bool = False, maxdepth: Any = None,
            **kwargs: Any) -> None:
@@ -189,9 +213,9 @@ class StepWriter:
         key1, old = self._write_target(path1)
         key2, new = self._write_target(path2)
         if key1 != key2 or not self._staging.rename(key1, old, new):
-            raise PermissionError(f"{path1} -> {path2}: only a file not yet committed can be "
-                                  "renamed, within its own step (committed versions are "
-                                  "immutable)")
+            raise Immutable(f"{path1} -> {path2}: only a file not yet committed can be "
+                            "renamed, within its own step (committed versions are immutable: "
+                            "version_exists, VER-2)", status=409)
         if self._intrans:
             self.transaction.steps.add(key1)
         elif is_marker(new, self.markers):

@@ -13,12 +13,17 @@ changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint
   the protocol (``os.path.normpath`` over ``fs.ls``: Lightning issue 18261) and looks on
   local disk; here it returns the version's ``last*.ckpt`` (or its checkpoint), pinned to
   its ``step-…`` folder so the load cannot mix versions.
-- **One save, one version.** Each ``ModelCheckpoint`` hook runs in one transaction at the
-  trainer's global step: ``epoch=0-step=100.ckpt`` and ``last.ckpt`` of one save become the
-  files of ``step-00000100``. A second save at a step this run already committed (Lightning
-  saves ``last.ckpt`` again at an epoch's end) keeps the first.
+- **One global step, one version.** Every save of a fit's global step, whichever callback
+  and hook makes it, goes into the pending version of that step (``o41.lightning_steps``):
+  ``epoch=0-step=100.ckpt`` and ``last.ckpt`` become the files of ``step-00000100``, which
+  commits when the fit saves at a later step or ends. A save at a step committed already
+  (by the launch this one resumed from) keeps what is there.
 - **``trainer.save_checkpoint("o41://P/N/final.ckpt")``** by hand goes into the version of
   the trainer's global step too.
+- **A fit from an older checkpoint of its own artifact** is refused at launch
+  (``not_after_latest``): its saves could never commit (VER-3).
+- **``save_last="link"``**: the version is the link (``last_model_path`` names the linked
+  checkpoint); **``AsyncCheckpointIO``**: ``o41.lightning_async``.
 - **Top-k deletes keep versions.** Versions are immutable (VER-2), and a run must never lose
   the checkpoint it resumed from (Lightning issue 21813): the delete is logged and skipped.
 """
@@ -36,6 +41,9 @@ import fsspec
 
 from .errors import ConfigError, NotAfterLatest, VersionExists
 from .fspaths import parse
+from .lightning_async import mend_async
+from .lightning_steps import begin, flush, saving, targets
+from .lightning_steps import teardown as end_of_fit
 from .location import version_name
 
 log = logging.getLogger("o41")
@@ -61,7 +69,10 @@ def mend() -> None:
                 continue
             _mend_checkpoint(checkpoint_cls)
             _mend_connector(connector._CheckpointConnector, checkpoint_cls)
-            _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer)
+            _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer,
+                          checkpoint_cls)
+            _mend_hooks(importlib.import_module(f"{package}.trainer.call"), checkpoint_cls)
+            mend_async(package)
             checkpoint_cls._o41_mended = True
 
 
@@ -93,8 +104,37 @@ def _mend_checkpoint(cls: Any) -> None:
 
     cls._find_last_checkpoints = _find_last_checkpoints
     cls._remove_checkpoint = _remove_checkpoint
+    _mend_link(cls)
     for name in [n for n in vars(cls) if n.startswith("on_") and callable(vars(cls)[n])]:
         setattr(cls, name, _one_version_per_save(vars(cls)[name]))
+
+
+def _mend_link(cls: Any) -> None:
+    """``save_last="link"``: Lightning allows it on local paths only (a symlink). On o41
+    the version is the link: ``last_model_path`` names the checkpoint the save linked to,
+    nothing is uploaded twice, and ``ckpt_path="last"`` is the latest version's checkpoint."""
+    setup, save_last = cls.setup, cls._save_last_checkpoint
+
+    @functools.wraps(setup)
+    def setup_(self: Any, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.save_last != "link" or not str(self.dirpath or "").startswith("o41://"):
+            return setup(self, trainer, *args, **kwargs)
+        self.save_last = True  # past Lightning's check for a local path
+        try:
+            return setup(self, trainer, *args, **kwargs)
+        finally:
+            self.save_last = "link"
+
+    @functools.wraps(save_last)
+    def _save_last_checkpoint(self: Any, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+        if (self.save_last == "link" and _o41(self) is not None and self.save_top_k != 0
+                and self._last_checkpoint_saved):
+            self.last_model_path = self._last_checkpoint_saved
+            return None
+        return save_last(self, trainer, *args, **kwargs)
+
+    cls.setup = setup_
+    cls._save_last_checkpoint = _save_last_checkpoint
 
 
 def _one_version_per_save(hook: Any) -> Any:
@@ -120,22 +160,60 @@ def _one_version_per_save(hook: Any) -> Any:
     return wrapped
 
 
-def _mend_trainer(cls: Any) -> None:
-    save = cls.save_checkpoint
+def _mend_hooks(call: Any, checkpoint_cls: Any) -> None:
+    """Each call of the callbacks' saving hooks saves into the fit's pending version of its
+    global step, whichever callbacks save (``o41.lightning_steps``)."""
+    hooks = call._call_callback_hooks
+    saving_hooks = {n for n in vars(checkpoint_cls) if n.startswith("on_")}
+
+    @functools.wraps(hooks)
+    def _call_callback_hooks(trainer: Any, hook_name: str, *args: Any, **kwargs: Any) -> Any:
+        if hook_name == "on_train_batch_start":
+            flush(trainer)  # the last step's saves (its batch, epoch, validation) are made
+        found = targets(trainer, checkpoint_cls, _o41) if hook_name in saving_hooks else []
+        if not found:
+            return hooks(trainer, hook_name, *args, **kwargs)
+        with saving(trainer, found, int(trainer.global_step)):
+            return hooks(trainer, hook_name, *args, **kwargs)
+
+    call._call_callback_hooks = _call_callback_hooks
+
+
+def _mend_trainer(cls: Any, checkpoint_cls: Any) -> None:
+    save, teardown = cls.save_checkpoint, cls._teardown
+
+    @functools.wraps(teardown)
+    def _teardown(self: Any) -> Any:
+        end_of_fit(self)  # commit the pending version before the saving thread stops
+        return teardown(self)
 
     @functools.wraps(save)
     def save_checkpoint(self: Any, filepath: Any, *args: Any, **kwargs: Any) -> Any:
         """A checkpoint saved by hand at the top (``o41://P/N/final.ckpt``) goes into the
-        version of the trainer's global step, as ModelCheckpoint's do."""
+        version of the trainer's global step, as ModelCheckpoint's do (during a fit, into
+        its pending version)."""
         if not str(filepath).startswith("o41://"):
             return save(self, filepath, *args, **kwargs)
         fs, _ = fsspec.core.url_to_fs(str(filepath))
-        with fs.transaction as trans:
-            if trans.root_step is None:
-                trans.root_step = int(self.global_step)
-            return save(self, filepath, *args, **kwargs)
+        artifact = parse(fs._strip_protocol(str(filepath))).artifact
+        found = [t for t in targets(self, checkpoint_cls, _o41)
+                 if t[0] is fs and t[1] == artifact]
+        try:
+            with saving(self, found, int(self.global_step)), fs.transaction as trans:
+                if trans.root_step is None:
+                    trans.root_step = int(self.global_step)
+                return save(self, filepath, *args, **kwargs)
+        except VersionExists as exc:
+            if found or trans.depth or parse(fs._strip_protocol(str(filepath))).version:
+                raise  # inside a ModelCheckpoint save, or a version named by the caller
+            raise VersionExists(
+                f"trainer.save_checkpoint({str(filepath)!r}) at global step "
+                f"{self.global_step}: {exc.message}; a checkpoint of this step is there "
+                "already (ModelCheckpoint saved it), or save by hand before it does",
+                status=exc.status) from None
 
     cls.save_checkpoint = save_checkpoint
+    cls._teardown = _teardown
 
 
 def last_checkpoint(fs: Any, artifact: str) -> set[str]:
@@ -162,6 +240,7 @@ def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
         fitting = str(getattr(state_fn, "value", state_fn)) == _FITTING
         if fitting:
             _refuse_root_dir(trainer, checkpoint_cls)
+            begin(trainer)
         targets = [(cb, fs) for cb in trainer.checkpoint_callbacks
                    if isinstance(cb, checkpoint_cls) and (fs := _o41(cb)) is not None]
         for cb, _ in targets:
@@ -176,6 +255,7 @@ def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
         chosen = select(self, state_fn, ckpt_path, *args, **kwargs)
         if fitting:
             for cb, fs in targets:
+                _refuse_rewind(fs, cb.dirpath, chosen)
                 fs.run(cb.dirpath, resume=_resume_for(cb.dirpath, chosen))
         return chosen
 
@@ -189,6 +269,27 @@ def _check_dirpath(dirpath: str) -> None:
         raise ConfigError(f"ModelCheckpoint(dirpath={dirpath!r}): the dirpath of an o41 run "
                           f"is its artifact, o41://{where.artifact}; each save becomes a "
                           "version (step-XXXXXXXX/) of it")
+
+
+def _refuse_rewind(fs: Any, dirpath: str, ckpt_path: Any) -> None:
+    """A fit from an older checkpoint of its own artifact would fail at its first save
+    (steps only move forward, VER-3): refuse it at launch, before anything is fenced."""
+    text = str(ckpt_path or "")
+    if not text.startswith("o41://"):
+        return
+    mine, theirs = parse(dirpath[6:]), parse(fs._strip_protocol(text))
+    if theirs.artifact != mine.artifact or theirs.version == "latest":
+        return
+    chosen = fs._version_of(theirs).version
+    latest = fs.api.read_artifact(mine.artifact).get("latest")  # the service's, not a held one
+    if chosen == latest or latest is None:
+        return
+    raise NotAfterLatest(
+        f"fit(ckpt_path={text!r}) goes back to {chosen} of o41://{mine.artifact}, whose "
+        f"latest is {latest}: its saves would not be after the latest (not_after_latest, "
+        "VER-3); resume with ckpt_path='last', or fork it into a new artifact: "
+        f"ModelCheckpoint(dirpath='o41://{mine.artifact}-from-{chosen}') with this ckpt_path",
+        status=409)
 
 
 def _resume_for(dirpath: str, ckpt_path: Any) -> str | None:

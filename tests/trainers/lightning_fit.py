@@ -1,8 +1,9 @@
 """A Lightning trainer written as for s3://: only its checkpoint location is o41://.
 
-``python lightning_fit.py LOCATION --steps N --every K [--sleep S] [--top-k T]``: fits a
-tiny model on random CPU data for ``N`` global steps, checkpointing every ``K`` with
-Lightning's default file names and ``save_last=True``, and resumes with
+``python lightning_fit.py LOCATION --steps N --every K [--sleep S] [--top-k T] [--async-io]``:
+fits a tiny model on random CPU data for ``N`` global steps, checkpointing every ``K`` with
+Lightning's default file names and ``save_last=True`` (on a saving thread with
+``--async-io``), and resumes with
 ``ckpt_path="last"``. It prints ``resumed-at <global step>`` once fitting starts and
 ``step <n>`` after each training step, so a test can follow it; ``--sleep`` slows each step.
 """
@@ -16,6 +17,7 @@ import time
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.plugins.io import AsyncCheckpointIO
 from torch.utils.data import DataLoader, TensorDataset
 
 
@@ -51,6 +53,8 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--top-k", type=int, default=1)
     parser.add_argument("--ckpt-path", default="last", help='"last", or "none" for a fresh fit')
+    parser.add_argument("--async-io", action="store_true",
+                        help="Trainer(plugins=[AsyncCheckpointIO()]): saves on a thread")
     parser.add_argument("--root-dir", action="store_true",
                         help="Trainer(default_root_dir=LOCATION) and no dirpath")
     args = parser.parse_args()
@@ -60,6 +64,8 @@ def main() -> None:
                                   every_n_train_steps=args.every, save_last=True,
                                   save_top_k=args.top_k)
     where = {"default_root_dir": args.location} if args.root_dir else {"logger": False}
+    if args.async_io:
+        where["plugins"] = [AsyncCheckpointIO()]
     trainer = L.Trainer(max_steps=args.steps, callbacks=[checkpoints, Report()],
                         enable_progress_bar=False, enable_model_summary=False,
                         accelerator="cpu", devices=1, **where)

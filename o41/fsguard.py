@@ -1,0 +1,81 @@
+"""Refusals an ``o41://`` write or removal gets before any bytes move, with the contract's code.
+
+A step that is committed already (VER-2, ``version_exists``), or not after the latest
+(VER-3, ``not_after_latest``), would be refused at its commit, after every file of it was
+written and staged: a DCP save of 10 GB into ``step-00000100`` that a previous launch
+committed would stage 10 GB, then fail. So the first file this process writes into a step
+asks the artifact once (one GET per step, not per file) and is refused at its open.
+
+Removals: an s3fs user's ``fs.rm`` deletes; here committed versions are immutable, so it is
+refused as ``o41.Immutable`` (a ``PermissionError`` with code ``version_exists``), and a
+path that names nothing is a ``FileNotFoundError``, as on s3fs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import Immutable, NotAfterLatest, NotFound, VersionExists
+from .fsstage import StepKey
+
+
+def check_new_step(fs: Any, key: StepKey) -> None:
+    """Refuse the first write of this process into ``key`` if its commit must fail.
+
+    A fenced zombie is told it is fenced (and stops), not that the relaunch's step exists.
+    """
+    artifact, version = key
+    with fs._staging.lock:
+        if key in fs._staging.steps:
+            return  # a later file of a step this process is writing: asked already
+    try:
+        latest = fs.api.read_artifact(artifact).get("latest")
+    except NotFound:
+        return  # a new artifact: any step is after its latest
+    if not latest or int(version[5:]) > int(str(latest)[5:]):
+        return
+    fs._refuse_if_fenced(artifact)
+    where = f"o41://{artifact}/{version}"
+    if version == latest or _exists(fs, artifact, version):
+        raise VersionExists(
+            f"{where} is committed already (version_exists: committed versions are "
+            f"immutable, VER-2){_holding(fs, artifact, version)}; write a step after the "
+            f"latest ({latest}). A file closed outside a transaction commits its step: "
+            "write the files of one step inside `with fs.transaction:`, or put their "
+            f"folder with fs.put(dir, 'o41://{artifact}/step-XXXXXXXX/', recursive=True)",
+            status=409)
+    raise NotAfterLatest(
+        f"{where}: not_after_latest: the latest version of o41://{artifact} is {latest}, "
+        "and a new version's step must exceed it (VER-3)", status=409)
+
+
+def _exists(fs: Any, artifact: str, version: str) -> bool:
+    try:
+        fs.api.read_version(artifact, version)
+    except NotFound:
+        return False
+    return True
+
+
+def _holding(fs: Any, artifact: str, version: str) -> str:
+    """`` (it holds a, b)``: what the caller may read instead."""
+    try:
+        files = [f["name"] for f in fs.api.read_version(artifact, version).get("files", [])]
+    except NotFound:
+        return ""
+    shown = ", ".join(files[:4]) + (", …" if len(files) > 4 else "")
+    return f" (it holds {shown})" if files else ""
+
+
+def refuse_removal(fs: Any, path: str) -> None:
+    """The error ``rm`` of a path that is not staged gets: immutable, or not found."""
+    if not fs.exists(path):
+        raise FileNotFoundError(f"{path}: no such file, version or artifact")
+    where = fs._split(path)
+    fs._refuse_if_fenced(where.artifact)
+    what = "its versions are" if where.version is None and not where.name else "it is"
+    raise Immutable(f"{path}: committed, and {what} immutable (version_exists, VER-2): "
+                    "o41 keeps every committed version; nothing was removed", status=409)
+
+
+__all__ = ["check_new_step", "refuse_removal"]
