@@ -69,6 +69,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="IDS",
         help="run only tests checking these rule or clause ids (comma-separated)",
     )
+    g.addoption(
+        "--first",
+        action="append",
+        default=[],
+        metavar="IDS",
+        help="run the tests checking these rule or clause ids (comma-separated) before the "
+        "others, which keep their order (the mutant table: a mutant's clause first)",
+    )
     g.addoption("--scenarios", metavar="DIR", help="scenario YAML directory to replay")
     g.addoption(
         "--expiry-target",

@@ -63,9 +63,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: optional capability, needs {need}")
     config.addinivalue_line("markers", "scenario: conformance scenario replayed from YAML")
     config.addinivalue_line("markers", "stateful: the conformance hypothesis state machine")
-    bad = [i for i in selected_ids(config) if not known_id(i)]
-    if bad:
-        raise pytest.UsageError(f"--rules: unknown rule ids {bad}; known: {sorted(RULES)}")
+    for option in ("rules", "first"):
+        bad = [i for i in selected_ids(config, option) if not known_id(i)]
+        if bad:
+            raise pytest.UsageError(
+                f"--{option}: unknown rule ids {bad}; known: {sorted(RULES)}"
+            )
     target = config.getoption("target")
     profile = str(config.getoption("conformance_profile"))
     config.stash[SEED] = choose_seed(profile, config.getoption("conformance_seed"))
@@ -96,8 +99,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
-def selected_ids(config: pytest.Config) -> list[str]:
-    return [r.strip() for arg in config.getoption("rules") for r in arg.split(",") if r.strip()]
+def selected_ids(config: pytest.Config, option: str = "rules") -> list[str]:
+    """The ids given to ``--rules`` (or to another option of ids, ``--first``)."""
+    return [r.strip() for arg in config.getoption(option) for r in arg.split(",") if r.strip()]
 
 
 def item_rules(item: pytest.Item) -> list[str]:
@@ -143,6 +147,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    first = set(selected_ids(config, "first"))
+    if first:
+        # The same tests run, only sooner: a run with -x (the mutant table) reaches the
+        # test most likely to fail without running the rest of the rule's tests before it.
+        items.sort(key=lambda item: not _selected(first, item_rules(item)))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -241,6 +241,24 @@ def test_suite_options_come_with_pyargs_from_anywhere(tmp_path: Path) -> None:
     assert proc.returncode == 4 and "unknown rule ids" in proc.stdout + proc.stderr
 
 
+def _collected(tmp_path: Path, *args: str) -> list[str]:
+    proc = pytest_run(tmp_path, "--pyargs", "conformance", "--collect-only", "-q", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return [line for line in proc.stdout.splitlines() if "::" in line]
+
+
+def test_first_runs_the_clause_tests_ahead_and_the_rest_in_their_order(tmp_path: Path) -> None:
+    plain = _collected(tmp_path, "--rules", "FENCE-2")
+    clause = _collected(tmp_path, "--rules", "FENCE-2.d")
+    ahead = _collected(tmp_path, "--rules", "FENCE-2", "--first", "FENCE-2.d")
+    assert clause and len(clause) < len(plain)
+    assert sorted(ahead) == sorted(plain)  # the same tests, only in another order
+    assert ahead[: len(clause)] == clause
+    assert ahead[len(clause):] == [t for t in plain if t not in clause]
+    bad = pytest_run(tmp_path, "--pyargs", "conformance", "--first", "FENCE-9", "-q")
+    assert bad.returncode == 4 and "--first: unknown rule ids" in bad.stdout + bad.stderr
+
+
 def test_suite_is_recognised_only_by_its_own_paths(tmp_path: Path) -> None:
     repo = PACKAGE_DIR.parent
     assert runs_suite(["conformance"], False, repo)

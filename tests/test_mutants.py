@@ -50,6 +50,11 @@ def test_signed_urls_are_moved_to_the_proxy_anywhere_in_a_reply() -> None:
                      "resume_from": {"files": [{"url": "http://proxy:2/data/b"}]}, "n": 3}
 
 
+def test_runner_sees_every_suite_option_it_passes() -> None:
+    # The help spells them "--rules=IDS": a runner that missed one would drop it silently.
+    assert {"--rules", "--first", "--scoped-read-prefix", "--expiry-target"} <= suite_options()
+
+
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     proc = SpawnedEmulator(tmp_path_factory.mktemp("mutants"), config=SPAWN_CONFIG)

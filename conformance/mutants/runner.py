@@ -85,7 +85,8 @@ def suite_options() -> set[str]:
          "--help"],
         capture_output=True, text=True, check=False,
     ).stdout
-    return {word for word in out.split() if word.startswith("--")}
+    # The help spells an option with a value "--rules=IDS": the name is before the "=".
+    return {word.partition("=")[0] for word in out.split() if word.startswith("--")}
 
 
 def _first_failure(junit: Path) -> str:
@@ -112,9 +113,10 @@ def suite_env(target: Target) -> dict[str, str]:
 
 
 def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Path,
-                   rule: str | None, expiry_url: str | None = None) -> list[str]:
+                   rule: str | None, expiry_url: str | None = None,
+                   first: str | None = None) -> list[str]:
     """The suite's command line against ``proxy_url``; it carries no key (:func:`suite_env`
-    hands them over)."""
+    hands them over). ``first``: the clause whose tests run before the rest of ``rule``'s."""
     cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", proxy_url,
            "-x", "-q", "-p", "no:cacheprovider",
            "-p", "no:randomly", "-p", "no:schemathesis", "--junitxml", str(junit),
@@ -125,16 +127,19 @@ def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Pat
         cmd += ["--expiry-target", expiry_url]
     if rule:
         cmd += ["--rules", rule]
+    if first and "--first" in options:
+        cmd += ["--first", first]
     return cmd
 
 
 def _run_suite(proxies: tuple[str, str | None], target: Target, options: set[str],
-               rule: str | None, timeout: float) -> tuple[int, str, str]:
+               rule: str | None, timeout: float, first: str | None = None
+               ) -> tuple[int, str, str]:
     """Exit code, first failing test and output tail of one suite run against the proxies
     of the target and of its expiry target."""
     with tempfile.TemporaryDirectory(prefix="o41-mutant-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        cmd = pytest_command(proxies[0], target, options, junit, rule, proxies[1])
+        cmd = pytest_command(proxies[0], target, options, junit, rule, proxies[1], first)
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                                   cwd=tmp, check=False, env=suite_env(target))
@@ -161,7 +166,10 @@ def run_mutant(name: str, target: Target, options: set[str], timeout: float = 30
         if whole_suite or not phases:
             phases.append(("suite", None))
         for phase, rule in phases:
-            code, first, tail = _run_suite(urls, target, options, rule, timeout)
+            # The rule's run takes the mutant's clause first: every test of the rule still
+            # runs unless one fails, and the one most likely to fail runs without waiting.
+            ahead = clause if phase == "rule" and cls.clause else None
+            code, first, tail = _run_suite(urls, target, options, rule, timeout, ahead)
             if code == 1:
                 # Exit 1 with no failing test: a base clause was only skipped (NOT TESTED).
                 killer = first or ("(base NOT TESTED)" if "base NOT TESTED" in tail
