@@ -282,7 +282,7 @@ def document() -> dict:
                 [400, 403, 404], params=["artifact"])},
             "/usage/read": {"get": _op(
                 "Read usage: bytes and cost by route, transfers, fallback placements", "Usage",
-                [400, 403], params=["optionalArtifact"], rules="USAGE-1")},
+                [400, 403, 404], params=["optionalArtifact"], rules="USAGE-1")},
             "/openapi.json": {"get": {
                 "summary": "This document",
                 "operationId": "openapi",
