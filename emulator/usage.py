@@ -29,15 +29,14 @@ from sqlalchemy.sql import ColumnElement
 
 from . import db, names
 from .backend import Backend
-from .errors import NotFound
 from .keys import Principal
 from .locations import ROUTES, route
 from .prices import GB
 from .stored import place_from_text
+from .versions import require_artifact
 
 T = db.transfers
 _ARTIFACTS = select(T.c.artifact).distinct()
-_ARTIFACT_EXISTS = select(db.artifacts.c.name).where(db.artifacts.c.name == bindparam("artifact"))
 _KINDS = select(T.c.direction, T.c.location, T.c.place, T.c.route).distinct()
 _KIND_COLUMNS = (column("direction", Text), column("location", Text), column("place", Text),
                  column("route", Text), column("per_gb", Float), column("loc_json", Text),
@@ -178,8 +177,7 @@ def read_usage(backend: Backend, who: Principal, artifact: object | None, *,
     if artifact is not None:
         name = names.artifact_name(artifact)
         who.require("read", name)
-        if conn.execute(_ARTIFACT_EXISTS, {"artifact": name}).first() is None:
-            raise NotFound(f"artifact {name} does not exist")  # as every call naming one
+        require_artifact(backend, name)
     routes = {r: {"write_bytes": 0, "read_bytes": 0, "cost_usd": 0.0} for r in ROUTES}
     raw = _transfers(backend, who, name, routes)
     transfers = raw if raw_transfers else json.loads(raw)

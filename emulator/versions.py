@@ -244,13 +244,13 @@ def read_version(
     if version == "latest":
         step = latest_step(backend, name)
         if step is None:
-            _require_artifact(backend, name)
+            require_artifact(backend, name)
             raise NotFound(f"{name} has no committed version")
     else:
         step = names.version_step(version)
     row = backend.conn().execute(_VERSION, {"artifact": name, "step": step}).mappings().first()
     if row is None:
-        _require_artifact(backend, name)
+        require_artifact(backend, name)
         raise NotFound(f"{name} has no version {version}")
     return version_json(backend, row, place, base_url=base_url)
 
@@ -258,11 +258,12 @@ def read_version(
 def list_versions(backend: Backend, who: Principal, artifact: object, place: Place | None) -> dict:
     name = names.artifact_name(artifact)
     who.require("read", name)
-    _require_artifact(backend, name)
+    require_artifact(backend, name)
     rows = backend.conn().execute(_ALL_VERSIONS, {"artifact": name}).mappings().all()
     return {"versions": [version_json(backend, r, place, files=False) for r in rows]}
 
 
-def _require_artifact(backend: Backend, name: str) -> None:
+def require_artifact(backend: Backend, name: str) -> None:
+    """404 `not_found` for an artifact nobody made (READ-1.b), for every call naming one."""
     if backend.conn().execute(_ARTIFACT_EXISTS, {"artifact": name}).first() is None:
         raise NotFound(f"artifact {name} does not exist")

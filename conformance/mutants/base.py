@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
 __all__ = [
-    "MUTANTS", "Mutant", "Request", "Response", "Upstream", "api_request", "error_code", "mutant",
-    "ok_or",
+    "MUTANTS", "Mutant", "Request", "Response", "Upstream", "api_request", "emptied", "error_code",
+    "mutant", "ok_or",
 ]
 
 API_PREFIX = "/api/v1/"
@@ -157,6 +157,17 @@ def error_code(response: Response) -> str | None:
     err = body.get("error") if isinstance(body, dict) else None
     code = err.get("code") if isinstance(err, dict) else None
     return None if code is None else str(code)
+
+
+def emptied(full: Response) -> Response | None:
+    """``full`` (a usage report) with nothing in it: zero bytes and cost on every route, no
+    rows; None when ``full`` is not a report."""
+    body = full.json() if full.ok else None
+    if not isinstance(body, dict) or not isinstance(body.get("routes"), dict):
+        return None
+    zero = {"write_bytes": 0, "read_bytes": 0, "cost_usd": 0.0}
+    return full.with_json({**body, "routes": {r: dict(zero) for r in body["routes"]},
+                           "total_cost_usd": 0.0, "transfers": [], "placements": []})
 
 
 def ok_or(upstream: Upstream, request: Request, fallback: Response) -> Response:

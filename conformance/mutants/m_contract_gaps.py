@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, emptied, mutant
 from conformance.mutants.tracking import (
     Tracked,
     api_get,
@@ -154,13 +154,7 @@ class UnknownKeyUsageOfAllEmpty(Tracked):
             return response
         with self.lock:
             key = self.t.good_key()
-        full = api_get(upstream, "usage/read", key)
-        body = _json(full)
-        if not full.ok or not isinstance(body.get("routes"), dict):
-            return response
-        zero = {"write_bytes": 0, "read_bytes": 0, "cost_usd": 0.0}
-        return full.with_json({**body, "routes": {r: dict(zero) for r in body["routes"]},
-                               "total_cost_usd": 0.0, "transfers": [], "placements": []})
+        return emptied(api_get(upstream, "usage/read", key)) or response
 
 
 # --- VER-1.c: files declared twice, or twins -------------------------------------------

@@ -21,6 +21,7 @@ from conformance.mutants.base import (  # noqa: F401  (error_code: importable fr
     Response,
     Upstream,
     api_request,
+    emptied,
     error_code,
     mutant,
 )
@@ -277,13 +278,7 @@ class UsageOfUnknownArtifactZeros(Mutant):
         if request.endpoint != "usage/read" or resp.status != 404 \
                 or request.arg("artifact") is None:
             return resp
-        full = upstream.send(request.with_query(artifact=None))
-        body = full.json() if full.ok else None
-        if not isinstance(body, dict) or not isinstance(body.get("routes"), dict):
-            return resp
-        zero = {"write_bytes": 0, "read_bytes": 0, "cost_usd": 0.0}
-        return full.with_json({**body, "routes": {r: dict(zero) for r in body["routes"]},
-                               "total_cost_usd": 0.0, "transfers": [], "placements": []})
+        return emptied(upstream.send(request.with_query(artifact=None))) or resp
 
 
 @mutant

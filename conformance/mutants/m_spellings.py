@@ -6,7 +6,7 @@ with punctuation or are ``.`` and ``..``."""
 from __future__ import annotations
 
 from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
-from conformance.mutants.tracking import Tracked, api_get, body_of, key_of
+from conformance.mutants.tracking import Tracked, api_get, artifact_of, body_of, key_of
 
 READS = ("versions/read", "versions/list", "artifacts/read")
 
@@ -185,10 +185,8 @@ class CloudEchoedAsSpelled(Tracked):
 
 
 def _artifact_of(request: Request) -> str | None:
-    if request.endpoint == "artifacts/open":
-        name = body_of(request).get("artifact")
-        return name if isinstance(name, str) else None
-    return request.arg("artifact") if request.endpoint in READS else None
+    """The artifact an open or a read names (where the rewrite below knows to put it)."""
+    return artifact_of(request) if request.endpoint in ("artifacts/open", *READS) else None
 
 
 @mutant
