@@ -36,10 +36,11 @@ def check_new_step(fs: Any, key: StepKey) -> None:
         return
     fs._refuse_if_fenced(artifact)
     where = f"o41://{artifact}/{version}"
-    if version == latest or _exists(fs, artifact, version):
+    files = _files_of(fs, artifact, version)
+    if version == latest or files is not None:
         raise VersionExists(
             f"{where} is committed already (version_exists: committed versions are "
-            f"immutable, VER-2){_holding(fs, artifact, version)}; write a step after the "
+            f"immutable, VER-2){_holding(files or [])}; write a step after the "
             f"latest ({latest}). A file closed outside a transaction commits its step: "
             "write the files of one step inside `with fs.transaction:`, or put their "
             f"folder with fs.put(dir, 'o41://{artifact}/step-XXXXXXXX/', recursive=True)",
@@ -49,20 +50,16 @@ def check_new_step(fs: Any, key: StepKey) -> None:
         "and a new version's step must exceed it (VER-3)", status=409)
 
 
-def _exists(fs: Any, artifact: str, version: str) -> bool:
+def _files_of(fs: Any, artifact: str, version: str) -> list[str] | None:
+    """The file names of a committed version, None when there is no such version."""
     try:
-        fs.api.read_version(artifact, version)
+        return [f["name"] for f in fs.api.read_version(artifact, version).get("files", [])]
     except NotFound:
-        return False
-    return True
+        return None
 
 
-def _holding(fs: Any, artifact: str, version: str) -> str:
+def _holding(files: list[str]) -> str:
     """`` (it holds a, b)``: what the caller may read instead."""
-    try:
-        files = [f["name"] for f in fs.api.read_version(artifact, version).get("files", [])]
-    except NotFound:
-        return ""
     shown = ", ".join(files[:4]) + (", …" if len(files) > 4 else "")
     return f" (it holds {shown})" if files else ""
 
