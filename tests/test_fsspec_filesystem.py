@@ -214,7 +214,7 @@ def test_committed_files_cannot_be_removed_or_renamed(o41_emulator: Emulator,
     assert fs.cat_file(path) == b"1"
 
 
-@pytest.mark.parametrize("path", ["latest/model.bin", "model.bin", "step-1/model.bin"])
+@pytest.mark.parametrize("path", ["latest/model.bin", "model.bin", "sub/model.bin"])
 def test_writes_outside_a_version_are_refused(o41_emulator: Emulator, o41_location: str,
                                               path: str) -> None:
     with pytest.raises((ValueError, FileNotFoundError)):
