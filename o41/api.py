@@ -19,6 +19,7 @@ import requests
 
 from .config import ENV_KEY, ENV_URL, Place, Settings, redact_key
 from .errors import (
+    NotFound,
     ServerError,
     TransportError,
     Unauthenticated,
@@ -79,6 +80,18 @@ class ApiClient:
             if existing.get("epoch") != epoch:
                 raise
             return existing
+
+    def delete_version(self, artifact: str, token: str, version: str) -> dict[str, Any]:
+        """``POST /versions/delete``: delete a committed version that is not the latest
+        (VER-7). A retry that finds it gone (``not_found``) was the first attempt landing."""
+        body = {"artifact": artifact, "token": token, "version": version}
+        attempts: list[int] = []
+        try:
+            return self._call("POST", "/versions/delete", json=body, attempts=attempts)
+        except NotFound:
+            if len(attempts) < 2:
+                raise
+            return {"artifact": artifact, "version": version, "deleted_at": None}
 
     def read_version(self, artifact: str, version: str = "latest", *, urls: bool = False,
                      place: Place | None = None) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any
 from fsspec.spec import AbstractFileSystem
 from fsspec.utils import isfilelike
 
-from . import fsrun
+from . import fsretain, fsrun
 from .api import ApiClient
 from .config import Place, Settings
 from .errors import ConfigError, NotFound, TransportError
@@ -92,6 +92,14 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         if self.mode == "write":
             self.run(found.artifact)
         return found
+
+    def _commit_step(self, key: Any, held: bool = False) -> Version | None:
+        """Commit a step (``o41.fswrite``); then the deletes that waited for a later step
+        (``o41.fsretain``: the latest is deleted once it is not the latest)."""
+        version = super()._commit_step(key, held)
+        if version is not None:
+            fsretain.after_commit(self, key[0])
+        return version
 
     # -- reading ----------------------------------------------------------------------------
 
