@@ -154,10 +154,15 @@ def _held_run(fs: Any, artifact: str, path: str) -> Run:
 
 
 def _later_step_written(fs: Any, artifact: str, version: str) -> bool:
-    """Whether this process holds a step of ``artifact`` after ``version``, not committed."""
+    """Whether this process holds a step of ``artifact`` after ``version``, not committed:
+    staged files, or a step held for a commit to come (a Lightning save whose files
+    ``AsyncCheckpointIO`` has queued and not written yet)."""
     prefix = f"o41://{artifact}/"
-    return any(loc.startswith(prefix) and loc[len(prefix):] > version
-               for loc in fs.uncommitted())
+    later = {loc[len(prefix):] for loc in fs.uncommitted() if loc.startswith(prefix)}
+    staging = fs._staging
+    with staging.lock:
+        later |= {v for a, v in getattr(staging, "held", {}) if a == artifact}
+    return any(v > version for v in later)
 
 
 def _all_removed(fs: Any, artifact: str, version: str, files: list[str], at_top: bool) -> bool:
