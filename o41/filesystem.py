@@ -86,6 +86,14 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
 
     # -- paths ------------------------------------------------------------------------------
 
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> Any:
+        """``o41://P/N/x`` -> ``P/N/x``; also ``o41:/P/N/x``, which ``pathlib`` makes of a URL
+        (Ray Train joins its ``storage_path`` with ``Path(...).as_posix()``)."""
+        if isinstance(path, str) and path.startswith("o41:/") and path[5:6] != "/":
+            path = "o41://" + path[5:]
+        return super()._strip_protocol(path)
+
     def _split(self, path: str) -> O41Path:
         """The parsed path; under ``mode="write"`` the first touch of an artifact opens it."""
         found = parse(self._strip_protocol(path))

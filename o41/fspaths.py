@@ -25,6 +25,7 @@ o41's Lightning save, the trainer's global step.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 from .location import VERSION_RE, Location, version_name
@@ -87,6 +88,8 @@ def step_in_name(name: str) -> int | None:
 def top_version(name: str, step: int | None) -> str:
     """The version a file written at the top goes into, or a ``ValueError`` saying why none."""
     step = step if step is not None else step_in_name(name)
+    if step is None and _ray_train(name):
+        raise ValueError(RAY_TRAIN)  # the caller names the artifact
     if step is None:
         example = name.rsplit("/", 1)[-1]
         raise ValueError("a file at the top of an artifact needs a step: write it into its "
@@ -99,9 +102,26 @@ def outside_layout(path: O41Path) -> str:
     """The one line a write into a folder an artifact does not have gets; its hint is a
     path that works."""
     first = path.name.split("/", 1)[0]
+    if _ray_train(path.name):
+        return f"{path.url}: {RAY_TRAIN.replace('o41://P/N', f'o41://{path.artifact}')}"
     return (f"{path.url}: an o41 artifact holds versions (step-N/ folders, as step-100/ or "
             f"step-00000100/) and files at its top, not the folder {first}/: "
             f"{_layout_hint(path, first)}")
+
+
+# Ray Train's own files under RunConfig(storage_path=): a marker it writes at launch, and a
+# snapshot of its checkpoints it rewrites in place after every report.
+_RAY_FILES = (".validate_storage_marker", "checkpoint_manager_snapshot.json")
+RAY_TRAIN = ("Ray Train keeps files it rewrites in place (checkpoint_manager_snapshot.json) "
+             "under RunConfig(storage_path=), and an o41 artifact holds immutable versions "
+             "only: keep storage_path on a local or shared disk, and save each checkpoint "
+             "from the train function with fs.put(local_dir, 'o41://P/N/step-N/', "
+             "recursive=True) (docs/fsspec.md, \"Ray Train\")")
+
+
+def _ray_train(name: str) -> bool:
+    """A write of Ray Train's layout: its files, or any folder while Ray Train is loaded."""
+    return name.rsplit("/", 1)[-1] in _RAY_FILES or "ray.train" in sys.modules
 
 
 def _layout_hint(path: O41Path, first: str) -> str:
