@@ -17,7 +17,7 @@ The hierarchy (exit code of the ``o41`` CLI on the right)::
             ├── HasCheckpoints     has_checkpoints
             ├── NotEmpty           not_empty
             ├── VersionExists      version_exists
-            │   └── Immutable      version_exists        a removal or rename of a committed file
+            │   └── Immutable      version_exists        mv of a committed file, rm of an artifact
             ├── NotAfterLatest     not_after_latest
             ├── IsLatest           is_latest             a delete of the latest version
             ├── Incomplete         incomplete
