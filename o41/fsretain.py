@@ -32,7 +32,7 @@ from typing import Any
 
 from . import fsrun
 from .checkpoint import Run
-from .errors import Fenced, Immutable, IsLatest, NotFound
+from .errors import Fenced, Immutable, IsLatest, NotFound, O41Error
 from .fspaths import O41Path, step_in_name
 
 log = logging.getLogger("o41")
@@ -97,7 +97,7 @@ def after_commit(fs: Any, artifact: str) -> None:
             _delete_waiting(fs, artifact, version, at_top)
         except Fenced:
             raise
-        except (OSError, IsLatest, NotFound) as exc:
+        except (OSError, O41Error) as exc:  # the commit stands: only the delete failed
             log.warning("o41: o41://%s/%s was not deleted: %s", artifact, version, exc)
 
 
