@@ -7,11 +7,12 @@ Flask layer only parses requests and renders what comes back.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 
 from sqlalchemy import Connection, Engine, RowMapping, bindparam, select
 
-from . import db, keys, keystore
+from . import db, keys, keystore, nodes
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
@@ -42,7 +43,7 @@ class Backend:
         self.geography: Geography = settings.geography()
         if settings.database is None:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.engine = db.engine_for(settings.database_url)
+        self.engine = db.engine_for(settings.database_url, settings.db_lock_timeout)
         if not prepared:
             db.initialise(self.engine)
         self.storage = storage or make_storage(settings)
@@ -51,9 +52,8 @@ class Backend:
         self._local = threading.local()
         self._held: set[Connection] = set()  # every thread's, closed with the Backend
         if not prepared:
-            with db.transaction(self.conn()):
-                for spec in settings.keys:
-                    keystore.store(self.conn(), spec.key, spec.scopes)
+            nodes.register(self.conn(), settings, self.now())
+        self._beaten = 0.0  # monotonic time of this process's last heartbeat
         self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults,
                                 clock=lambda: self.now())  # late-bound: tests move it
         self.chaos = Chaos()
@@ -78,6 +78,19 @@ class Backend:
             self._held.discard(conn)
             conn.close()
 
+    def discard_connection(self) -> None:
+        """Drop this thread's connection after a database error: it may be broken, or in a
+        failed transaction; the next `conn()` opens a fresh one."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            self._held.discard(conn)
+            try:
+                conn.invalidate()
+                conn.close()
+            except Exception:  # noqa: BLE001 - already broken; nothing more to do with it
+                pass
+
     def close(self) -> None:
         """Close this thread's connection; the CLI must do so before gunicorn forks workers,
         since SQLite's lock bookkeeping does not survive a fork (disk I/O errors follow)."""
@@ -87,6 +100,13 @@ class Backend:
             conn.close()
             self._local.conn = None
         self.engine.dispose()  # and a PostgreSQL pool's idle connections: no fork shares them
+
+    def heartbeat(self) -> None:
+        """Say, at most every few seconds, that this node still serves (emulator.nodes)."""
+        if time.monotonic() - self._beaten < nodes.BEAT:
+            return
+        self._beaten = time.monotonic()
+        nodes.beat(self.conn(), self.settings, self.now())
 
     def now(self) -> float:
         """Unix seconds by the database's clock, which every node shares."""

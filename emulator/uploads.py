@@ -123,6 +123,9 @@ def store_file(
     discarded rather than recorded, so it cannot replace a whole one.
     """
     check_open(backend, upload_id)
+    # No database connection is held while the body streams: a slow upload (one rank of a
+    # hundred) must not keep one of the pool's connections from other requests.
+    backend.release()
     key = new_object_key(artifact, upload_id, name)
     backend.storage.put(bucket, key, cast(BinaryIO, body))
     try:

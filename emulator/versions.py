@@ -15,6 +15,7 @@ from . import db, filelists, names
 from .backend import Backend
 from .errors import (
     Fenced,
+    Incomplete,
     InvalidArgument,
     NotAfterLatest,
     NotFound,
@@ -23,6 +24,7 @@ from .errors import (
 from .keys import Principal
 from .names import Place
 from .replies import object_key, version_json
+from .storage import storage_sizes
 from .stored import iso, place_from_text
 from .uploads import reclaim_expired_uploads, require_committable
 
@@ -38,6 +40,9 @@ _UPLOAD = (select(U).where(U.c.id == bindparam("id"), U.c.artifact == bindparam(
            .with_for_update())
 _UPLOAD_FILES = select(UF).where(UF.c.upload_id == bindparam("id")).order_by(UF.c.name)
 _UPLOAD_NAMES = select(UF.c.name).where(UF.c.upload_id == bindparam("id"))
+_UPLOAD_PLAIN = select(U.c.location).where(U.c.id == bindparam("id"),
+                                           U.c.artifact == bindparam("artifact"))
+_RECEIVED_KEYS = select(UF.c.object_key).where(UF.c.upload_id == bindparam("id"))
 _ALL_VERSIONS = select(V).where(_BY_ARTIFACT).order_by(V.c.step)
 _ARTIFACT_EXISTS = select(A.c.name).where(A.c.name == bindparam("artifact"))
 VF = db.version_files
@@ -186,6 +191,7 @@ def commit_version(
         raise InvalidArgument("upload is required")
     listed = filelists.parse_commit(files)
     conn = backend.conn()
+    held = _stored_sizes(backend, name, upload)  # before the lock: one stat per file
     with db.transaction(conn):
         # Locked (PostgreSQL): a PUT or a reclaim of this upload waits until the commit ends.
         up = conn.execute(_UPLOAD, {"id": upload, "artifact": name}).mappings().first()
@@ -203,9 +209,37 @@ def commit_version(
         _check_name(backend, name, up["version"], up["step"])
         if "commit-without-files" not in backend.faults:
             filelists.check_complete(listed, stored)
+            _check_held(backend, up, stored, held)
         _insert_version(conn, up, stored, backend.now())
     row = conn.execute(_VERSION, {"artifact": name, "step": up["step"]}).mappings().one()
     return version_json(backend, row, place_from_text(tok["place"]))
+
+
+def _stored_sizes(backend: Backend, artifact: str, upload: str) -> dict[str, int | None]:
+    """The size of each received file's object in this node's storage (None: missing)."""
+    conn = backend.conn()
+    up = conn.execute(_UPLOAD_PLAIN, {"id": upload, "artifact": artifact}).mappings().first()
+    if up is None or up["location"] not in backend.geography.locations:
+        return {}
+    keys = [k for k in conn.execute(_RECEIVED_KEYS, {"id": upload}).scalars() if k]
+    bucket = backend.location(up["location"]).bucket
+    return storage_sizes(backend.storage, bucket, keys)
+
+
+def _check_held(backend: Backend, up: RowMapping, files: list[RowMapping],
+                held: dict[str, int | None]) -> None:
+    """A commit never acknowledges a version whose bytes this node's storage lacks (a node
+    on a shared database with storage of its own): each file's object must be there, whole.
+    Objects a PUT replaced since the first look are looked at again."""
+    bucket = backend.location(up["location"]).bucket
+    again = [f["object_key"] for f in files if f["object_key"] not in held]
+    held = {**held, **storage_sizes(backend.storage, bucket, again)}
+    missing = [f["name"] for f in files
+               if f["object_key"] and held.get(f["object_key"]) != f["received_size"]]
+    if missing:
+        raise Incomplete(
+            f"{len(missing)} file(s) were received but are not in this node's storage: "
+            + ", ".join(missing[:10]) + "; does every node share one storage?")
 
 
 def _insert_version(
