@@ -81,12 +81,13 @@ def open_artifact(
         has_versions = row is not None and row["versions"] > 0
         resume_row = None
         if fork is not None:
-            if has_versions and Fault.FORK_INTO_NONEMPTY not in backend.faults:
-                raise NotEmpty(f"{name} has checkpoints; a fork must go to a new, empty artifact")
+            # A missing source (404) is told before a target with checkpoints (409).
             resume_row = conn.execute(_VERSION.where(V.c.version == fork.version), {
                 "artifact": fork.artifact, "step": fork.step}).mappings().first()
             if resume_row is None:
                 raise NotFound(f"checkpoint o41://{fork.artifact}/{fork.version} does not exist")
+            if has_versions and Fault.FORK_INTO_NONEMPTY not in backend.faults:
+                raise NotEmpty(f"{name} has checkpoints; a fork must go to a new, empty artifact")
         elif resume == "latest":
             step = latest_step(backend, name)
             if step is not None:
