@@ -11,6 +11,7 @@ from flask import Flask, Response, g, request
 from .backend import Backend
 from .config import Settings, settings_from
 from .origins import Guard
+from .policy import Policy
 from .upkeep import prepare_storage
 from .web import admin, api, api_document, dashboard, dataplane, error_bodies
 from .web.context import apply_chaos
@@ -47,15 +48,17 @@ def _subject_of_request() -> str:
     return " ".join(str(p) for p in parts if p is not None)
 
 
-def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True) -> Flask:
+def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True,
+               policy: Policy | None = None) -> Flask:
     """Build an emulator app on `config` (Settings, or a mapping of Settings fields; an
     unknown name or a mistyped value is a ValueError).
 
     `prepare=False` skips the schema, the keys and bucket creation when a server's master
-    process has done them already.
+    process has done them already. `policy` says how the rules behave; by default the
+    contract's, less the settings' deliberate `faults`.
     """
     settings = config if isinstance(config, Settings) else settings_from(config or {})
-    backend = Backend(settings, prepared=not prepare)
+    backend = Backend(settings, prepared=not prepare, policy=policy)
     if prepare:
         prepare_storage(backend)
     app = Flask(__name__)

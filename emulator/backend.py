@@ -16,8 +16,8 @@ from . import db, keys, keystore, nodes
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
-from .faults import ActiveFaults, Fault
 from .locations import Geography, Location
+from .policy import Policy
 from .signing import UrlSigner
 from .storage import Storage, make_storage
 
@@ -35,11 +35,13 @@ class Backend:
     """One emulator's settings, geography, storage, signer and database connections."""
 
     def __init__(self, settings: Settings, storage: Storage | None = None, *,
-                 prepared: bool = False) -> None:
+                 prepared: bool = False, policy: Policy | None = None) -> None:
         """`prepared`: a server's master process made the schema and stored the keys, so a
-        worker only connects."""
+        worker only connects. `policy`: how the rules behave (default: the contract's, less
+        the settings' `faults`)."""
         self.settings = settings
-        self.faults = ActiveFaults(settings.faults)
+        self.policy = policy if policy is not None else Policy.breaking(settings.faults)
+        self.faults = frozenset(self.policy.broken())  # shown by health and the dashboard
         self.geography: Geography = settings.geography()
         if settings.database is None:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -54,7 +56,7 @@ class Backend:
         if not prepared:
             nodes.register(self.conn(), settings, self.now())
         self._beaten = 0.0  # monotonic time of this process's last heartbeat
-        self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults,
+        self.signer = UrlSigner(db.secret(self.conn()), not self.policy.urls_expire,
                                 clock=lambda: self.now())  # late-bound: tests move it
         self.chaos = Chaos()
         self.release()
@@ -116,7 +118,7 @@ class Backend:
         return self.geography.get(location_id)
 
     def authenticate(self, header: str | None) -> keys.Principal:
-        if Fault.NO_KEY_CHECK in self.faults:
+        if not self.policy.keys_checked:
             try:
                 return keystore.authenticate(self.conn(), header)
             except Exception:

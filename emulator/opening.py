@@ -15,7 +15,6 @@ from sqlalchemy import Connection, RowMapping, bindparam, select
 from . import db
 from .backend import Backend
 from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
-from .faults import Fault
 from .keys import Principal
 from .names import Place, artifact_name, fork_uri, version_name
 from .replies import version_json
@@ -86,14 +85,14 @@ def open_artifact(
                 "artifact": fork.artifact, "step": fork.step}).mappings().first()
             if resume_row is None:
                 raise NotFound(f"checkpoint o41://{fork.artifact}/{fork.version} does not exist")
-            if has_versions and Fault.FORK_INTO_NONEMPTY not in backend.faults:
+            if has_versions and backend.policy.fork_needs_empty:
                 raise NotEmpty(f"{name} has checkpoints; a fork must go to a new, empty artifact")
         elif resume == "latest":
             step = latest_step(backend, name)
             if step is not None:
                 resume_row = conn.execute(_VERSION, {"artifact": name, "step": step}
                                           ).mappings().first()
-        elif has_versions and Fault.FRESH_OVERWRITES not in backend.faults:
+        elif has_versions and backend.policy.fresh_refused:
             raise HasCheckpoints(
                 f"{name} has {row['versions']} checkpoint(s); resume 'latest' or fork to a "
                 "new artifact instead of starting fresh"
@@ -118,7 +117,7 @@ def open_artifact(
         )
     warnings = []
     if placement.warning and not (
-        placement.kind == "fallback" and Fault.FALLBACK_SILENT in backend.faults
+        placement.kind == "fallback" and not backend.policy.fallback_warns
     ):
         warnings.append(placement.warning)
     return {

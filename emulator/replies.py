@@ -7,7 +7,6 @@ from sqlalchemy import RowMapping, bindparam, select
 
 from . import db
 from .backend import Backend
-from .faults import Fault
 from .locations import route
 from .names import Place
 from .stored import iso, place_text
@@ -28,7 +27,7 @@ def route_fields(backend: Backend, location: Place, reader: Place | None) -> dic
     if reader is None:
         return {"route": None, "cross_cloud": None}
     cross = reader.cloud != location.cloud
-    if Fault.WRONG_CROSS_CLOUD in backend.faults:
+    if not backend.policy.cross_cloud_true:
         cross = not cross
     return {"route": route(location, reader), "cross_cloud": cross}
 

@@ -55,7 +55,7 @@ _COUNTED = (A.update().where(A.c.name == bindparam("artifact"))
 
 
 def latest_step(backend: Backend, artifact: str) -> int | None:
-    query = _EARLIEST if "stale-latest" in backend.faults else _LATEST
+    query = _LATEST if backend.policy.latest_is_highest else _EARLIEST
     return backend.conn().execute(query, {"artifact": artifact}).scalar()
 
 
@@ -63,7 +63,7 @@ def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None
     """FENCE-2: anything carrying an epoch older than the artifact's newest is refused."""
     # Locked (PostgreSQL): an open of this artifact waits until this write or commit ends.
     row = backend.conn().execute(_EPOCH, {"artifact": artifact}).mappings().one()
-    if row["epoch"] > epoch and "no-fencing" not in backend.faults:
+    if row["epoch"] > epoch and backend.policy.fencing:
         raise Fenced(
             f"{what} of epoch {epoch} refused: {artifact} was opened at epoch {row['epoch']} "
             f"by {row['holder']}"
@@ -72,7 +72,7 @@ def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None
 
 def _check_name(backend: Backend, artifact: str, version: str, step: int) -> None:
     conn = backend.conn()
-    overwrite = "version-overwrite" in backend.faults
+    overwrite = not backend.policy.versions_immutable
     if conn.execute(_HAS_VERSION, {"artifact": artifact, "step": step}).first():
         if overwrite:
             return
@@ -201,16 +201,17 @@ def commit_version(
         if up["state"] in ("open", "committed"):  # a reclaimed one is gone: 404 below
             filelists.check_listed_names(listed, stored)
         # An upload belongs to the token that started it: a newer token cannot launder it.
-        if "open-not-atomic" not in backend.faults:
+        if backend.policy.upload_keeps_its_epoch:
             _check_epoch(backend, name, min(up["epoch"], tok["epoch"]), "commit")
         if up["state"] == "committed":
             raise VersionExists(f"{name}/{up['version']} is already committed")
         require_committable(backend, up)
         _check_name(backend, name, up["version"], up["step"])
-        if "commit-without-files" not in backend.faults:
+        if backend.policy.commit_needs_files:
             filelists.check_complete(listed, stored)
             _check_held(backend, up, stored, held)
-        _insert_version(conn, up, stored, backend.now())
+        _insert_version(conn, up, stored, backend.now(),
+                        overwrite=not backend.policy.versions_immutable)
     row = conn.execute(_VERSION, {"artifact": name, "step": up["step"]}).mappings().one()
     return version_json(backend, row, place_from_text(tok["place"]))
 
@@ -243,12 +244,14 @@ def _check_held(backend: Backend, up: RowMapping, files: list[RowMapping],
 
 
 def _insert_version(
-    conn: Connection, up: RowMapping, files: list[RowMapping], now: float
+    conn: Connection, up: RowMapping, files: list[RowMapping], now: float, *, overwrite: bool
 ) -> None:
     artifact, step = up["artifact"], up["step"]
     key = {"artifact": artifact, "step": step}
-    replaced = conn.execute(_DROP_VERSION, key).rowcount
-    conn.execute(_DROP_FILES, key)
+    replaced = 0
+    if overwrite:  # only a deliberately broken VER-2 ever replaces a version
+        replaced = conn.execute(_DROP_VERSION, key).rowcount
+        conn.execute(_DROP_FILES, key)
     recorded = [(f, *filelists.received(f)) for f in files]
     conn.execute(V.insert(), {
         **key, "version": up["version"], "location": up["location"],
