@@ -10,9 +10,9 @@ import threading
 import time
 import weakref
 
-from sqlalchemy import Connection, Engine, RowMapping, bindparam, select
+from sqlalchemy import Connection, Engine
 
-from . import db, keys, keystore, nodes
+from . import db, keys, keystore, nodes, store
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
@@ -20,8 +20,6 @@ from .locations import Geography, Location
 from .policy import Policy
 from .signing import UrlSigner
 from .storage import Storage, make_storage
-
-_TOKEN = select(db.tokens).where(db.tokens.c.token == bindparam("token"))
 
 
 def _close_all(held: set[Connection], engine: Engine) -> None:
@@ -125,11 +123,11 @@ class Backend:
                 return keys.ANYONE
         return keystore.authenticate(self.conn(), header)
 
-    def token(self, token: object, artifact: str) -> RowMapping:
+    def token(self, token: object, artifact: str) -> store.artifacts.Row:
         """The open that issued `token`; unknown or another artifact's token is 400."""
         if not isinstance(token, str) or not token:
             raise InvalidArgument("token is required")
-        row = self.conn().execute(_TOKEN, {"token": token}).mappings().first()
+        row = store.artifacts.token(self.conn(), token)
         if row is None:
             raise InvalidArgument("unknown token; open the artifact first")
         if row["artifact"] != artifact:
