@@ -17,6 +17,7 @@ held) and a first insert that may race another uses `ON CONFLICT`.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import secrets
 import time
@@ -46,7 +47,6 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import NullPool
@@ -312,18 +312,21 @@ def wipe(conn: Connection) -> None:
 
 # --- where the dialects differ -----------------------------------------------------------
 
-_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+def _insert(dialect: str) -> Any:
+    """The dialect's own INSERT (with ON CONFLICT), imported when first used: a SQLite
+    emulator never loads the PostgreSQL dialect (a tenth of its start-up)."""
+    return importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert
 
 
 @functools.cache
 def _ignoring(dialect: str, table: Table) -> Any:
-    return (_INSERTS[dialect](table).on_conflict_do_nothing()
+    return (_insert(dialect)(table).on_conflict_do_nothing()
             .execution_options(preserve_rowcount=True))
 
 
 @functools.cache
 def _adding(dialect: str, table: Table, column: str) -> Any:
-    stmt = _INSERTS[dialect](table)
+    stmt = _insert(dialect)(table)
     key = [c.name for c in table.primary_key.columns]
     return stmt.on_conflict_do_update(
         index_elements=key, set_={column: table.c[column] + stmt.excluded[column]})
@@ -331,7 +334,7 @@ def _adding(dialect: str, table: Table, column: str) -> Any:
 
 @functools.cache
 def _putting(dialect: str, table: Table) -> Any:
-    stmt = _INSERTS[dialect](table)
+    stmt = _insert(dialect)(table)
     key = [c.name for c in table.primary_key.columns]
     return stmt.on_conflict_do_update(
         index_elements=key,
@@ -364,7 +367,9 @@ def member_of(dialect: str, column: ColumnElement, name: str) -> ColumnElement:
     statement's parameters): a JSON array under SQLite, an array under PostgreSQL. Its
     value is `members(dialect, values)`."""
     if dialect == "postgresql":
-        return column == any_(bindparam(name, type_=postgresql.ARRAY(Text)))
+        from sqlalchemy.dialects.postgresql import ARRAY
+
+        return column == any_(bindparam(name, type_=ARRAY(Text)))
     return column.in_(select(literal_column("value")).select_from(
         func.json_each(bindparam(name, type_=Text))))
 
