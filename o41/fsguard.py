@@ -2,8 +2,8 @@
 
 A step that is committed already (VER-2, ``version_exists``), or not after the latest
 (VER-3, ``not_after_latest``), would be refused at its commit, after every file of it was
-written and staged: a DCP save of 10 GB into ``step-00000100`` that a previous launch
-committed would stage 10 GB, then fail. So the first file this process writes into a step
+written and uploaded: a DCP save of 10 GB into ``step-00000100`` that a previous launch
+committed would upload 10 GB, then fail. So the first file this process writes into a step
 asks the artifact once (one GET per step, not per file) and is refused at its open.
 
 Removals: an s3fs user's ``fs.rm`` deletes; here committed versions are immutable, so it is
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import fsrun
 from .errors import Immutable, NotAfterLatest, NotFound, VersionExists
 from .fsstage import StepKey
 
@@ -25,9 +26,9 @@ def check_new_step(fs: Any, key: StepKey) -> None:
     A fenced zombie is told it is fenced (and stops), not that the relaunch's step exists.
     """
     artifact, version = key
-    with fs._staging.lock:
-        if key in fs._staging.steps:
-            return  # a later file of a step this process is writing: asked already
+    launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
+    if launch is not None and launch.has_step(version):
+        return  # a later file of a step this process is writing: asked already
     try:
         latest = fs.api.read_artifact(artifact).get("latest")
     except NotFound:

@@ -151,7 +151,7 @@ def _one_version_per_save(hook: Any) -> Any:
                 return hook(self, trainer, *args, **kwargs)
         except (VersionExists, NotAfterLatest):
             artifact = parse(fs._strip_protocol(self.dirpath)).artifact
-            if fs._latest.get(artifact) != version_name(step):
+            if fs.held_latest(artifact) != version_name(step):
                 raise
             log.info("o41: %s/%s was saved already by this run; this save at the same step "
                      "is not a new version", artifact, version_name(step))
@@ -219,7 +219,7 @@ def _mend_trainer(cls: Any, checkpoint_cls: Any) -> None:
 def last_checkpoint(fs: Any, artifact: str) -> set[str]:
     """``{o41://P/N/step-…/last.ckpt}`` of the latest version, or nothing on a new artifact."""
     try:
-        version = fs._signed(artifact, fs._latest_name(artifact))
+        version = fs.version(artifact)
     except FileNotFoundError:
         return set()
     names = [e.name for e in version.files if "/" not in e.name]
@@ -280,7 +280,7 @@ def _refuse_rewind(fs: Any, dirpath: str, ckpt_path: Any) -> None:
     mine, theirs = parse(dirpath[6:]), parse(fs._strip_protocol(text))
     if theirs.artifact != mine.artifact or theirs.version == "latest":
         return
-    chosen = fs._version_of(theirs).version
+    chosen = fs.version_of(text).version
     latest = fs.api.read_artifact(mine.artifact).get("latest")  # the service's, not a held one
     if chosen == latest or latest is None:
         return
