@@ -86,6 +86,13 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         self._local = threading.local()
         _mend_lightning()
 
+    @staticmethod
+    def _get_kwargs_from_urls(path: str) -> dict[str, Any]:
+        """fsspec asks this at every ``url_to_fs``/``open`` of an ``o41://`` URL, cached
+        instance or not: the moment to teach a framework loaded since (``_mend_lightning``)."""
+        _mend_lightning()
+        return {}
+
     # -- paths ------------------------------------------------------------------------------
 
     def _split(self, path: str) -> O41Path:
@@ -357,11 +364,18 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
 
 
 def _mend_lightning() -> None:
-    """Teach a loaded Lightning o41's layout (``o41.lightning``), once; a no-op without it."""
+    """Teach a loaded Lightning o41's layout (``o41.lightning``) and a loaded DCP its
+    many-rank checkpoints (``o41.dcp``), once each; a no-op without them. Called at every
+    ``url_to_fs`` of an ``o41://`` URL too, so the order of imports and of fsspec's
+    instance cache does not matter."""
     if any(m in sys.modules for m in ("lightning.pytorch", "pytorch_lightning")):
         from .lightning import mend
 
         mend()
+    if "torch.distributed.checkpoint._fsspec_filesystem" in sys.modules:
+        from .dcp import mend as mend_dcp
+
+        mend_dcp()
 
 
 def _reuse_for(version: Version) -> float:

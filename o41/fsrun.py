@@ -237,13 +237,13 @@ class Launch:
         finally:
             os._exit(int(ExitCode.FENCED))
 
-    def _call(self, version: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """An API call with this launch's token: a ``fenced`` refusal stops the launch."""
         self.check()
         try:
             return fn(*args, **kwargs)
         except Fenced as exc:
-            raise self.fenced(self.run._explain_fenced(exc, version)) from None
+            raise self.fenced(self.run._explain_fenced(exc, what)) from None
 
     # -- steps ----------------------------------------------------------------------------
 

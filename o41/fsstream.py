@@ -28,6 +28,7 @@ has begun.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import http.client
 import io
@@ -150,7 +151,7 @@ class Sender:
                 self.error = self.error or exc
                 self.cond.notify_all()
         finally:
-            if self.conn is not None and self.reply is None:
+            if self.conn is not None:
                 self.conn.close()
 
     def _early_answer(self) -> BaseException | None:
@@ -191,6 +192,7 @@ def answer_of(url: str, status: int, body: bytes) -> dict[str, Any]:
 
 
 _small = Connections()  # PUTs of files that end within one part: keep-alive, per thread
+atexit.register(_small.close)
 
 
 def put_whole(url: str, body: bytes | memoryview) -> dict[str, Any]:
