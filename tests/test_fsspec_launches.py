@@ -8,11 +8,9 @@ A single file closed outside a transaction commits its step, as on s3fs it is vi
 from __future__ import annotations
 
 import io
-import os
 import secrets
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
