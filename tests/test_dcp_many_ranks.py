@@ -8,10 +8,15 @@ its relaunch, stops on every rank with exit code 8 and commits nothing.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,20 +32,48 @@ TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent))
 pytestmark = pytest.mark.skipif(TORCHRUN is None, reason="torchrun is not installed")
 
 
-def torchrun(env: dict[str, str], ranks: int, location: str, *args: str) -> Trainer:
-    """Start ``tests/trainers/dcp_ranks.py`` under torchrun, in a process group of its own."""
-    import subprocess
-    import threading
+class Job(Trainer):
+    """A torchrun job; its ranks are sessions of their own, so they are signalled by pid."""
 
+    ranks: int = 0
+
+    def pids(self) -> list[int]:
+        return [int(self.wait_line(rf"^rank {r} pid (\d+)$").group(1))
+                for r in range(self.ranks)]
+
+    def signal_all(self, signum: int) -> None:
+        for pid in [self.proc.pid, *self.pids()]:
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+@contextmanager
+def torchrun(env: dict[str, str], ranks: int, location: str, *args: str) -> Iterator[Job]:
+    """Run ``tests/trainers/dcp_ranks.py`` under torchrun; every process of it is killed
+    when the block ends."""
     command = [str(TORCHRUN), "--standalone", f"--nproc_per_node={ranks}", "--max_restarts=0",
                str(TRAINERS / "dcp_ranks.py"), location, *args]
-    proc = subprocess.Popen(command, env={**env, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"},
+    proc = subprocess.Popen(command, env={**env, "PYTHONUNBUFFERED": "1",
+                                          "OMP_NUM_THREADS": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
-    trainer = Trainer(proc)
-    trainer.pump = threading.Thread(target=trainer._pump, daemon=True)
-    trainer.pump.start()
-    return trainer
+    job = Job(proc)
+    job.ranks = ranks
+    job.pump = threading.Thread(target=job._pump, daemon=True)
+    job.pump.start()
+    try:
+        yield job
+    finally:
+        pids = [int(m.group(1)) for ln in list(job.lines)
+                if (m := re.match(r"^rank \d+ pid (\d+)$", ln))]
+        for pid in [proc.pid, *pids]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait(30)
 
 
 def files_of(emu: Emulator, location: str, version: str) -> list[str]:
@@ -57,17 +90,17 @@ def files_of(emu: Emulator, location: str, version: str) -> list[str]:
 def test_every_rank_shards_and_metadata_are_one_version_and_load_exact(
         o41_emulator: Emulator, o41_location: str, ranks: int) -> None:
     env = o41_emulator.client_env(O41_MODE="write")
-    first = torchrun(env, ranks, o41_location, "--steps", "4", "--every", "2")
-    assert first.finish() == 0, first.output()
+    with torchrun(env, ranks, o41_location, "--steps", "4", "--every", "2") as first:
+        assert first.finish() == 0, first.output()
     found = versions(o41_emulator.api, o41_emulator.key, o41_location)
     assert [(v["version"], v["epoch"]) for v in found] == [("step-00000002", 1),
                                                            ("step-00000004", 1)]
     assert files_of(o41_emulator, o41_location, "step-00000004") == [
         ".metadata", *(f"__{r}_0.distcp" for r in range(ranks))]
-    again = torchrun(env, ranks, o41_location, "--steps", "6", "--every", "2")
-    assert again.finish() == 0, again.output()
+    with torchrun(env, ranks, o41_location, "--steps", "6", "--every", "2") as again:
+        assert again.finish() == 0, again.output()
     for r in range(ranks):  # each rank checked every element it loaded
-        assert f"rank {r} resumed-at 4" in again.output()
+        assert f"rank {r} resumed-at 4" in again.lines
     assert [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
         == [2, 4, 6]
     assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 2
@@ -76,19 +109,16 @@ def test_every_rank_shards_and_metadata_are_one_version_and_load_exact(
 def test_rank_killed_mid_save_leaves_the_previous_latest(o41_emulator: Emulator,
                                                          o41_location: str) -> None:
     env = o41_emulator.client_env(O41_MODE="write")
-    job = torchrun(env, 2, o41_location, "--steps", "4", "--every", "2",
-                   "--hang-rank", "1", "--hang-at", "4")
-    job.wait_line(r"^rank 1 mid-save$")
-    pid = int(job.wait_line(r"^rank 1 pid (\d+)$").group(1))
-    import os
-
-    os.kill(pid, signal.SIGKILL)
-    assert job.finish() != 0
+    with torchrun(env, 2, o41_location, "--steps", "4", "--every", "2",
+                  "--hang-rank", "1", "--hang-at", "4") as job:
+        job.wait_line(r"^rank 1 mid-save$")
+        os.kill(job.pids()[1], signal.SIGKILL)
+        assert job.finish() != 0
     assert [v["version"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
         == ["step-00000002"]
-    relaunch = torchrun(env, 2, o41_location, "--steps", "4", "--every", "2")
-    assert relaunch.finish() == 0, relaunch.output()
-    assert "rank 1 resumed-at 2" in relaunch.output()
+    with torchrun(env, 2, o41_location, "--steps", "4", "--every", "2") as relaunch:
+        assert relaunch.finish() == 0, relaunch.output()
+    assert "rank 1 resumed-at 2" in relaunch.lines
     assert [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
         == [2, 4]
 
@@ -96,18 +126,18 @@ def test_rank_killed_mid_save_leaves_the_previous_latest(o41_emulator: Emulator,
 def test_zombie_job_woken_after_its_relaunch_stops_on_every_rank(o41_emulator: Emulator,
                                                                  o41_location: str) -> None:
     env = o41_emulator.client_env(O41_MODE="write", O41_FENCE_CHECK="0.5")
-    zombie = torchrun(env, 2, o41_location, "--steps", "8", "--every", "2",
-                      "--hold-after", "2")
-    for r in (0, 1):
-        zombie.wait_line(rf"^rank {r} holding$")
-    zombie.pause()
-    try:
-        relaunch = torchrun(env, 2, o41_location, "--steps", "4", "--every", "2")
-        assert relaunch.finish() == 0, relaunch.output()
-    finally:
-        zombie.resume()
-    zombie.finish()
-    fenced = [ln for ln in zombie.lines if ln.startswith("o41: fenced: ")]
+    with torchrun(env, 2, o41_location, "--steps", "8", "--every", "2",
+                  "--hold-after", "2") as zombie:
+        for r in (0, 1):
+            zombie.wait_line(rf"^rank {r} holding$")
+        zombie.signal_all(signal.SIGSTOP)
+        try:
+            with torchrun(env, 2, o41_location, "--steps", "4", "--every", "2") as relaunch:
+                assert relaunch.finish() == 0, relaunch.output()
+        finally:
+            zombie.signal_all(signal.SIGCONT)
+        zombie.finish()
+    fenced = [ln for ln in zombie.lines if "o41: fenced: " in ln]
     assert len(fenced) == 2, zombie.output()  # one line from each rank, each exit 8
     assert re.search(r"exitcode\s*:\s*8", zombie.output()), zombie.output()
     assert [(v["step"], v["epoch"]) for v in versions(o41_emulator.api, o41_emulator.key,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 
 import fsspec
 import torch
@@ -26,6 +27,12 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.default_planner import DefaultSavePlanner
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Shard, distribute_tensor
+
+
+def say(line: str) -> None:
+    """One line in one write: the ranks share torchrun's stdout, and lines never mix."""
+    sys.stdout.flush()
+    os.write(1, f"{line}\n".encode())
 
 
 class HangingPlanner(DefaultSavePlanner):
@@ -38,7 +45,7 @@ class HangingPlanner(DefaultSavePlanner):
     def resolve_data(self, write_item):  # type: ignore[no-untyped-def]
         self.resolved += 1
         if self.resolved == 2:
-            print(f"rank {self.rank} mid-save", flush=True)
+            say(f"rank {self.rank} mid-save")
             signal.pause()
         return super().resolve_data(write_item)
 
@@ -55,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    print(f"rank {rank} pid {os.getpid()}", flush=True)
+    say(f"rank {rank} pid {os.getpid()}")
     mesh = init_device_mesh("cpu", (world,))
     n = args.size * world
     base = torch.arange(n, dtype=torch.float32)
@@ -72,7 +79,7 @@ def main() -> None:
     want = base[lo:lo + args.size] + step
     assert torch.equal(state["w"].to_local(), want), f"rank {rank}: w is not step {step}'s"
     assert torch.equal(state["v"].to_local(), -base[lo:lo + args.size] - step)
-    print(f"rank {rank} resumed-at {step}", flush=True)
+    say(f"rank {rank} resumed-at {step}")
     if args.hold_after >= 0:
         signal.signal(signal.SIGCONT, lambda *_: None)
     while step < args.steps:
@@ -85,12 +92,12 @@ def main() -> None:
         hang = rank == args.hang_rank and step == args.hang_at
         dcp.save(state, checkpoint_id=f"{args.location}/step-{step:08d}",
                  planner=HangingPlanner(rank) if hang else None)
-        print(f"rank {rank} saved {step}", flush=True)
+        say(f"rank {rank} saved {step}")
         if step == args.hold_after:
-            print(f"rank {rank} holding", flush=True)
+            say(f"rank {rank} holding")
             signal.pause()
     dist.destroy_process_group()
-    print(f"rank {rank} done {step}", flush=True)
+    say(f"rank {rank} done {step}")
 
 
 if __name__ == "__main__":
