@@ -107,9 +107,8 @@ def mode_of(value: str | None, env: Mapping[str, str] | None = None) -> str:
         if env is os.environ and mode != "auto" and ENV_MODE_PID not in os.environ:
             os.environ[ENV_MODE_PID] = str(LAUNCH_PID)
         mark = env.get(ENV_MODE_PID, "").strip()
-        if mode == "write" and mark and mark != str(LAUNCH_PID) and not _launched_by(
-                mark, env):
-            return "auto"  # inherited from another launch: not this process's to say
+        if mode == "write" and mark and mark != str(LAUNCH_PID):
+            return "auto"  # inherited from the launch that set it: its subprocess reads
         if mode == "write" and env.get("RANK", "0").strip() not in ("", "0"):
             return "auto"
     if mode not in MODES:
