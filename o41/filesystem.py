@@ -368,14 +368,23 @@ def _mend_lightning() -> None:
     many-rank checkpoints (``o41.dcp``), once each; a no-op without them. Called at every
     ``url_to_fs`` of an ``o41://`` URL too, so the order of imports and of fsspec's
     instance cache does not matter."""
-    if any(m in sys.modules for m in ("lightning.pytorch", "pytorch_lightning")):
+    loaded = {m for m in _FRAMEWORKS if m in sys.modules} - _mended
+    if not loaded:
+        return
+    if loaded & {"lightning.pytorch", "pytorch_lightning"}:
         from .lightning import mend
 
         mend()
-    if "torch.distributed.checkpoint._fsspec_filesystem" in sys.modules:
+    if "torch.distributed.checkpoint._fsspec_filesystem" in loaded:
         from .dcp import mend as mend_dcp
 
         mend_dcp()
+    _mended.update(loaded)
+
+
+_FRAMEWORKS = ("lightning.pytorch", "pytorch_lightning",
+               "torch.distributed.checkpoint._fsspec_filesystem")
+_mended: set[str] = set()
 
 
 def _reuse_for(version: Version) -> float:

@@ -1,7 +1,11 @@
 """Lightning's checkpointing, taught o41's layout, so ``dirpath="o41://P/N"`` is the only change.
 
-Applied once, when an ``o41://`` filesystem is made while Lightning is loaded; nothing
-changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint connector:
+Applied once per loaded Lightning (``mend``), at every ``url_to_fs`` or ``fsspec.open`` of
+an ``o41://`` URL, so whichever of ``import lightning`` and the first ``o41://`` instance
+comes first, a ``ModelCheckpoint(dirpath="o41://…")`` (which asks fsspec for its
+filesystem) is mended before its fit; nothing changes for other paths. A Lightning whose
+internals are not the ones mended (not 2.5 or 2.6) makes such a fit fail with one line.
+What it mends in ``ModelCheckpoint`` and the checkpoint connector:
 
 - **Open at launch.** ``trainer.fit`` opens the artifact before it resolves or reads what
   it resumes from, so the previous box is fenced before it can commit again. The open
@@ -67,13 +71,47 @@ def mend() -> None:
             checkpoint_cls = callbacks.ModelCheckpoint
             if getattr(checkpoint_cls, "_o41_mended", False):
                 continue
+            trainer_cls = importlib.import_module(f"{package}.trainer.trainer").Trainer
+            try:
+                _check_mendable(checkpoint_cls, connector, trainer_cls)
+            except AttributeError as exc:
+                _refuse_fit(trainer_cls, checkpoint_cls, package, exc)
+                checkpoint_cls._o41_mended = True
+                continue
             _mend_checkpoint(checkpoint_cls)
             _mend_connector(connector._CheckpointConnector, checkpoint_cls)
-            _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer,
-                          checkpoint_cls)
+            _mend_trainer(trainer_cls, checkpoint_cls)
             _mend_hooks(importlib.import_module(f"{package}.trainer.call"), checkpoint_cls)
             mend_async(package)
             checkpoint_cls._o41_mended = True
+
+
+def _check_mendable(checkpoint_cls: Any, connector: Any, trainer_cls: Any) -> None:
+    """Every Lightning internal the mend wraps is there, or none is wrapped."""
+    for owner, names in ((checkpoint_cls, ("_find_last_checkpoints", "_remove_checkpoint",
+                                           "setup", "_save_last_checkpoint")),
+                         (connector._CheckpointConnector, ("_select_ckpt_path",)),
+                         (trainer_cls, ("save_checkpoint", "_teardown", "fit"))):
+        for name in names:
+            getattr(owner, name)
+
+
+def _refuse_fit(trainer_cls: Any, checkpoint_cls: Any, package: str, why: Exception) -> None:
+    """Where this Lightning cannot be mended, a fit into o41:// fails with one line,
+    instead of saving checkpoints that would not resume."""
+    fit = trainer_cls.fit
+    version = getattr(importlib.import_module(package.partition(".")[0]), "__version__", "?")
+
+    @functools.wraps(fit)
+    def fit_(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(cb, checkpoint_cls) and _o41(cb) is not None
+               for cb in self.checkpoint_callbacks):
+            raise ConfigError(f"o41: cannot teach {package} {version} o41's checkpoint "
+                              f"layout ({why}); a ModelCheckpoint(dirpath='o41://…') needs "
+                              "lightning 2.5 or 2.6")
+        return fit(self, *args, **kwargs)
+
+    trainer_cls.fit = fit_
 
 
 def _o41(callback: Any) -> Any:
