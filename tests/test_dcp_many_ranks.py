@@ -50,11 +50,12 @@ class Job(Trainer):
 
 
 @contextmanager
-def torchrun(env: dict[str, str], ranks: int, location: str, *args: str) -> Iterator[Job]:
-    """Run ``tests/trainers/dcp_ranks.py`` under torchrun; every process of it is killed
-    when the block ends."""
+def torchrun(env: dict[str, str], ranks: int, location: str, *args: str,
+             script: str = "dcp_ranks.py") -> Iterator[Job]:
+    """Run ``tests/trainers/<script>`` under torchrun; every process of it is killed when
+    the block ends."""
     command = [str(TORCHRUN), "--standalone", f"--nproc_per_node={ranks}", "--max_restarts=0",
-               str(TRAINERS / "dcp_ranks.py"), location, *args]
+               str(TRAINERS / script), location, *args]
     proc = subprocess.Popen(command, env={**env, "PYTHONUNBUFFERED": "1",
                                           "OMP_NUM_THREADS": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -142,3 +143,17 @@ def test_zombie_job_woken_after_its_relaunch_stops_on_every_rank(o41_emulator: E
     assert re.search(r"exitcode\s*:\s*8", zombie.output()), zombie.output()
     assert [(v["step"], v["epoch"]) for v in versions(o41_emulator.api, o41_emulator.key,
                                                       o41_location)] == [(2, 1), (4, 2)]
+
+
+def test_loads_of_latest_by_two_ranks_racing_a_two_rank_writer_never_mix(
+        o41_emulator: Emulator, o41_location: str) -> None:
+    env = o41_emulator.client_env(O41_MODE="write")
+    with torchrun(env, 2, o41_location, "--steps", "1000", "--every", "1") as writer:
+        writer.wait_line(r"^rank 0 saved 1$")
+        with torchrun(o41_emulator.client_env(), 2, o41_location, "--loads", "100",
+                      script="dcp_rank_loads.py") as reader:
+            assert reader.finish() == 0, reader.output()
+        assert writer.proc.poll() is None, writer.output()  # it committed all along
+    done = reader.wait_line(r"^loads 100 mixed (\d+) steps (\d+)$")
+    assert done.group(1) == "0"
+    assert int(done.group(2)) > 1, reader.output()  # the loads did race commits

@@ -3,8 +3,11 @@ is not; a reader never fences; client settings are bounded; errors are the built
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import fsspec
@@ -150,3 +153,28 @@ def test_errors_are_the_builtin_ones_as_on_s3fs(o41_emulator: Emulator,
                            skip_instance_cache=True)
     with pytest.raises(PermissionError):  # not an exists() that answers False
         fs.exists(f"{o41_location}/step-00000001/a")
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="no unshare")
+def test_reader_in_another_pid_namespace_beside_a_writer_takes_nothing_of_it(
+        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+    """Nothing of a file being written is on local disk, so a reader that shares the temp
+    directory from another PID namespace (where the writer's pid is not alive) has nothing
+    to reclaim by mistake."""
+    if subprocess.run(["unshare", "-p", "-f", "--mount-proc", "true"]).returncode:
+        pytest.skip("unshare -p is not allowed here")
+    writer = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
+                               holder="ns-writer", skip_instance_cache=True)
+    writer.pipe(f"{o41_location}/step-00000001/a", b"first")
+    data = os.urandom(24 << 20)
+    reader = ("import fsspec; fs = fsspec.filesystem('o41'); "
+              f"print(fs.cat('{o41_location}/latest/a').decode())")
+    with writer.open(f"{o41_location}/step-00000002/big.bin", "wb") as f:
+        f.write(data[:12 << 20])
+        done = subprocess.run(["unshare", "-p", "-f", "--mount-proc", sys.executable, "-c",
+                               reader], cwd=REPO, timeout=120, capture_output=True, text=True,
+                              env=o41_emulator.client_env(TMPDIR=str(tmp_path)))
+        assert done.returncode == 0 and done.stdout.strip() == "first", done.stderr
+        f.write(data[12 << 20:])
+    assert writer.cat(f"{o41_location}/latest/big.bin") == data
+    assert list(tmp_path.iterdir()) == []
