@@ -24,15 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import io
 import logging
 import pickle
 import threading
 from typing import Any
-
-from torch.distributed.checkpoint import _fsspec_filesystem as fsspec_dcp
-from torch.distributed.checkpoint.filesystem import _StoragePrefix
-from torch.futures import Future
 
 from . import fsrun
 from .fsguard import check_new_step
@@ -69,15 +66,19 @@ def mend() -> None:
     with _lock:
         if _mended:
             return
+        # torch is the trainer's: found where it is loaded, never a dependency of o41
+        fsspec_dcp = importlib.import_module("torch.distributed.checkpoint._fsspec_filesystem")
         _mend_writer(fsspec_dcp.FsspecWriter)
         _mend_reader(fsspec_dcp.FsspecReader)
         _mended = True
 
 
 @dataclasses.dataclass
-class O41Prefix(_StoragePrefix):
-    """DCP's file prefix of a rank, with the o41 ticket of the job's upload."""
+class O41Prefix:
+    """DCP's file prefix of a rank (what its ``_StoragePrefix`` holds: ``prefix``), with the
+    o41 ticket of the job's upload."""
 
+    prefix: str
     o41: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
@@ -140,7 +141,7 @@ def _mend_writer(cls: Any) -> None:
             files = [f for f in step.files() if f["name"].startswith(prefix)]
             if step.joined:
                 own.pop(version)  # the coordinator commits it
-        out: Future[Any] = Future()
+        out = importlib.import_module("torch.futures").Future()
         out.set_result(O41Results(results, files))
         return out
 
