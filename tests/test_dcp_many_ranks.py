@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from trainer_runs import TRAINERS, Trainer, artifact, versions
+from trainer_runs import TRAINERS, Trainer, artifact, o41_launcher, versions
 
 if TYPE_CHECKING:
     from client_fixtures import Emulator
@@ -51,11 +51,13 @@ class Job(Trainer):
 
 @contextmanager
 def torchrun(env: dict[str, str], ranks: int, location: str, *args: str,
-             script: str = "dcp_ranks.py") -> Iterator[Job]:
-    """Run ``tests/trainers/<script>`` under torchrun; every process of it is killed when
-    the block ends."""
-    command = [str(TORCHRUN), "--standalone", f"--nproc_per_node={ranks}", "--max_restarts=0",
-               str(TRAINERS / script), location, *args]
+             script: str = "dcp_ranks.py", launcher: list[str] | None = None
+             ) -> Iterator[Job]:
+    """Run ``tests/trainers/<script>`` under torchrun (under ``launcher``, e.g. ``o41 run``);
+    every process of it is killed when the block ends."""
+    command = [*(launcher or []), str(TORCHRUN), "--standalone",
+               f"--nproc_per_node={ranks}", "--max_restarts=0", str(TRAINERS / script),
+               location, *args]
     proc = subprocess.Popen(command, env={**env, "PYTHONUNBUFFERED": "1",
                                           "OMP_NUM_THREADS": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -157,3 +159,15 @@ def test_loads_of_latest_by_two_ranks_racing_a_two_rank_writer_never_mix(
     done = reader.wait_line(r"^loads 100 mixed (\d+) steps (\d+)$")
     assert done.group(1) == "0"
     assert int(done.group(2)) > 1, reader.output()  # the loads did race commits
+
+
+def test_o41_run_in_front_of_torchrun_is_the_jobs_one_open(o41_emulator: Emulator,
+                                                           o41_location: str) -> None:
+    env = o41_emulator.client_env()
+    with torchrun(env, 2, o41_location, "--steps", "2", "--every", "2",
+                  launcher=o41_launcher(o41_location)) as job:
+        assert job.finish() == 0, job.output()
+    assert "o41 run: opened" in job.output()
+    assert [(v["step"], v["epoch"]) for v in versions(o41_emulator.api, o41_emulator.key,
+                                                      o41_location)] == [(2, 1)]
+    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
