@@ -66,7 +66,7 @@ def _holding(files: list[str]) -> str:
 
 
 def refuse_removal(fs: Any, path: str) -> None:
-    """The error ``rm`` of a path that is not staged gets: immutable, or not found."""
+    """The error ``rm`` of a path not being written gets: immutable, or not found."""
     if not fs.exists(path):
         raise FileNotFoundError(f"{path}: no such file, version or artifact")
     where = fs._split(path)
