@@ -6,7 +6,10 @@ size and sha256 it received; the commit lists them. So a written file is never s
 whole, on disk or in memory: the writer's bytes gather into parts of ``PART`` bytes, and a
 sender thread hashes each part and sends it as one chunk of the PUT while the writer goes
 on. At most ``BUFFER`` bytes (64 MiB by default) of one open file are in memory: a writer
-that outruns the network waits. A file that ends before its first part is full goes as one
+that outruns the network waits, and part buffers, once sent, are filled again (never
+more than ``BUFFER / PART + 2`` of them), so the bound does not depend on the allocator.
+A large write of immutable ``bytes`` is sent from the caller's object, without a copy.
+A file that ends before its first part is full goes as one
 PUT with a ``Content-Length`` (retried on a dropped connection: its bytes are at hand).
 
 On close the service's answer is checked against what the client hashed, and the file's
@@ -57,7 +60,8 @@ class Sender:
     def __init__(self, url: str, limit: int = BUFFER) -> None:
         self.url = url
         self.limit = max(limit, PART)
-        self.parts: deque[Any] = deque()
+        self.parts: deque[Any] = deque()  # (buffer, bytes of it to send, pooled) or _END
+        self.free: list[bytearray] = []  # sent part buffers, for the writer to fill again
         self.queued = 0
         self.cond = threading.Condition()
         self.sha = hashlib.sha256()
@@ -68,17 +72,27 @@ class Sender:
         self.thread = threading.Thread(target=self._run, name="o41-put", daemon=True)
         self.thread.start()
 
-    def put(self, part: Any) -> None:
-        """Queue a part (bytes or a read-only view), waiting while the queue is full."""
-        n = len(part)
+    def put(self, part: Any, n: int | None = None, pooled: bool = False) -> None:
+        """Queue the first ``n`` bytes of ``part`` (a buffer of the writer's, given back
+        through ``take`` once sent when ``pooled``, or a read-only view), waiting while the
+        queue is full."""
+        n = len(part) if n is None else n
         with self.cond:
             while self.queued and self.queued + n > self.limit and self.error is None:
                 self.cond.wait()
             if self.error is not None:
                 raise self.error
-            self.parts.append(part)
+            self.parts.append((part, n, pooled))
             self.queued += n
             self.cond.notify_all()
+
+    def take(self) -> bytearray:
+        """A part buffer to fill: one already sent, else a new one. At most
+        ``limit / PART + 2`` are ever made, so memory stays bounded whatever malloc does."""
+        with self.cond:
+            if self.free:
+                return self.free.pop()
+        return bytearray(PART)
 
     def finish(self) -> tuple[int, str, dict[str, Any]]:
         """End the body and wait for the answer: (size, sha256 sent, the reply's JSON)."""
@@ -125,20 +139,25 @@ class Sender:
                         self.cond.wait()
                     if self.error is not None:
                         return
-                    part = self.parts[0]
-                if part is _END:
+                    item = self.parts[0]
+                if item is _END:
                     sock.sendall(b"0\r\n\r\n")
                     resp = conn.getresponse()
                     self.reply = (resp.status, resp.read())
                     return
-                self.sha.update(part)
-                sock.sendall(b"%x\r\n" % len(part))
-                sock.sendall(part)
+                part, n, pooled = item
+                data = memoryview(part)[:n]
+                self.sha.update(data)
+                sock.sendall(b"%x\r\n" % n)
+                sock.sendall(data)
                 sock.sendall(b"\r\n")
+                del data
                 with self.cond:
                     self.parts.popleft()
-                    self.queued -= len(part)
-                    self.size += len(part)
+                    self.queued -= n
+                    self.size += n
+                    if pooled:
+                        self.free.append(part)
                     self.cond.notify_all()
         except NETWORK_ERRORS as exc:
             error: BaseException = self._early_answer() or TransportError(
@@ -238,8 +257,9 @@ class StreamFile(io.RawIOBase):
         self._url, self._done, self._lost = url, done, lost
         self.in_memory = in_memory
         self.limit = buffer
-        self._pending = bytearray()
-        self._base = 0  # offset in the file of _pending[0]
+        self._buf: bytearray | None = None  # the part being filled (a whole held file)
+        self._fill = 0  # bytes of _buf written
+        self._base = 0  # offset in the file of _buf[0]
         self._pos = 0
         self._sender: Sender | None = None
         self._memfd = -1
@@ -261,12 +281,12 @@ class StreamFile(io.RawIOBase):
 
     def seek(self, pos: int, whence: int = 0) -> int:
         self._check_open()
-        end = self._base + len(self._pending)
+        end = self._base + self._fill
         target = pos if whence == 0 else self._pos + pos if whence == 1 else end + pos
         if target < self._base or target > end:
             raise io.UnsupportedOperation(
                 f"{self.path}: a file written to o41:// streams as it is written; only its "
-                f"last {len(self._pending)} bytes (from byte {self._base}) can be rewritten")
+                f"last {self._fill} bytes (from byte {self._base}) can be rewritten")
         self._pos = target
         return target
 
@@ -286,11 +306,12 @@ class StreamFile(io.RawIOBase):
         self._check_open()
         view = memoryview(b).cast("B")
         n = len(view)
-        end = self._base + len(self._pending)
+        end = self._base + self._fill
         if self._pos < end:  # rewriting bytes after a seek back
+            assert self._buf is not None
             at = self._pos - self._base
-            over = min(n, len(self._pending) - at)
-            self._pending[at:at + over] = view[:over]
+            over = min(n, self._fill - at)
+            self._buf[at:at + over] = view[:over]
             self._pos += over
             view = view[over:]
         if len(view):
@@ -299,24 +320,32 @@ class StreamFile(io.RawIOBase):
         return n
 
     def _append(self, view: memoryview, immutable: bool) -> None:
-        if self.in_memory or len(self._pending) + len(view) < PART:
-            self._pending += view
+        if self.in_memory:  # held whole until renamed: grows as written
+            if self._buf is None:
+                self._buf = bytearray()
+            self._buf[self._fill:] = view
+            self._fill += len(view)
             return
-        need = PART - len(self._pending)
-        self._pending += view[:need]
-        self._hand(self._pending)
-        self._pending = bytearray()
-        rest = view[need:]
-        while len(rest) >= PART:  # a large write goes in parts, copied only if mutable
-            self._hand(rest[:PART] if immutable else bytes(rest[:PART]))
-            rest = rest[PART:]
-        self._pending = bytearray(rest)
+        while len(view):
+            if self._fill == 0 and immutable and len(view) >= PART:
+                self._hand(view[:PART], PART, pooled=False)  # a large write: no copy
+                view = view[PART:]
+                continue
+            if self._buf is None:
+                self._buf = self._sender.take() if self._sender else bytearray(PART)
+            k = min(PART - self._fill, len(view))
+            self._buf[self._fill:self._fill + k] = view[:k]
+            self._fill += k
+            view = view[k:]
+            if self._fill == PART:
+                buf, self._buf, self._fill = self._buf, None, 0
+                self._hand(buf, PART, pooled=True)
 
-    def _hand(self, part: Any) -> None:
+    def _hand(self, part: Any, n: int, pooled: bool) -> None:
         if self._sender is None:
             self._sender = Sender(self._url(), self.limit)
-        self._sender.put(part)
-        self._base += len(part)
+        self._sender.put(part, n, pooled)
+        self._base += n
 
     def _check_open(self) -> None:
         if self.closed:
@@ -340,18 +369,19 @@ class StreamFile(io.RawIOBase):
             if self.discarded:
                 return
             self._check_fileno()
+            body = memoryview(self._buf or b"")[:self._fill]
             if self.in_memory:
-                self._done(len(self._pending), bytes(self._pending))
+                self._done(self._fill, bytes(body))
                 return
             if self._sender is None:
-                body = bytes(self._pending)
-                size, digest = len(body), hashlib.sha256(body).hexdigest()
+                size, digest = self._fill, hashlib.sha256(body).hexdigest()
                 answer = put_whole(self._url(), body)
             else:
-                if self._pending:
-                    self._sender.put(bytes(self._pending))
+                if self._fill:
+                    self._sender.put(self._buf, self._fill)
                 size, digest, answer = self._sender.finish()
-            self._pending = bytearray()
+            del body
+            self._buf, self._fill = None, 0
             check_answer(self.relname, answer, size, digest)
             self._done(size, digest)
         except BaseException:
@@ -384,7 +414,7 @@ class StreamFile(io.RawIOBase):
         if self._sender is not None:
             self._sender.abort()
             self._sender = None
-        self._pending = bytearray()
+        self._buf, self._fill = None, 0
         self._lost()
 
     def _release(self) -> None:

@@ -115,7 +115,7 @@ def test_two_gib_file_streams_with_bounded_memory_and_no_local_disk(
     temp = tmp_path / "tmp"
     temp.mkdir()
     script = f"""
-import hashlib, resource, fsspec
+import hashlib, fsspec
 fs = fsspec.filesystem("o41")
 chunk = bytearray(8 << 20)
 sha = hashlib.sha256()
@@ -124,7 +124,9 @@ with fs.open("{o41_location}/step-00000001/huge.bin", "wb") as f:
         chunk[:8] = i.to_bytes(8, "big")
         sha.update(chunk)
         f.write(chunk)
-print(sha.hexdigest(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+# VmHWM: this program's own peak (ru_maxrss would count the forked parent's pages too)
+peak = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM"))
+print(sha.hexdigest(), peak // 1024)
 """
     env = o41_emulator.client_env(TMPDIR=str(temp))
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, timeout=600,
@@ -132,7 +134,7 @@ print(sha.hexdigest(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 102
     assert done.returncode == 0, done.stderr
     digest, peak_mib = done.stdout.split()
     print(f"2 GiB streamed: peak RSS {peak_mib} MiB")
-    assert int(peak_mib) < 300
+    assert int(peak_mib) < 200
     assert list(temp.iterdir()) == []
     assert listed(o41_emulator, o41_location, "step-00000001") == {
         "huge.bin": (2 << 30, digest)}
