@@ -28,6 +28,7 @@ from .errors import (
 
 DEFAULT_TIMEOUT = 30.0
 ATTEMPTS = 6
+RETRY_FOR = 20.0  # seconds of transient failures a call rides out
 TRANSIENT = frozenset({502, 503, 504})
 
 
@@ -120,7 +121,12 @@ class ApiClient:
     def _call(self, method: str, path: str, *, attempts: list[int] | None = None,
               **kwargs: Any) -> Any:
         """One operation, retried while it fails transiently; `attempts` records the tries."""
-        for attempt in range(1, ATTEMPTS + 1):
+        # At least ATTEMPTS tries, and on for RETRY_FOR seconds: a database restart behind
+        # the service answers 503 for a few seconds, and a checkpoint must outlive it.
+        deadline = time.monotonic() + RETRY_FOR
+        attempt = 0
+        while True:
+            attempt += 1
             if attempts is not None:
                 attempts.append(attempt)
             try:
@@ -128,10 +134,9 @@ class ApiClient:
             except (TransportError, ServerError) as exc:
                 status = getattr(exc, "status", None)
                 transient = method == "GET" or status is None or status in TRANSIENT
-                if attempt == ATTEMPTS or not transient:
+                if not transient or (attempt >= ATTEMPTS and time.monotonic() > deadline):
                     raise
                 time.sleep(min(2.0, 0.05 * 2**attempt))
-        raise AssertionError("unreachable")
 
     def _once(self, method: str, path: str, **kwargs: Any) -> Any:
         url = self.api_url + path
