@@ -136,7 +136,7 @@ class ApiClient:
                 transient = method == "GET" or status is None or status in TRANSIENT
                 if not transient or (attempt >= ATTEMPTS and time.monotonic() > deadline):
                     raise
-                time.sleep(min(2.0, 0.05 * 2**attempt))
+                time.sleep(min(2.0, 0.05 * 2 ** min(attempt, 6)))
 
     def _once(self, method: str, path: str, **kwargs: Any) -> Any:
         url = self.api_url + path
