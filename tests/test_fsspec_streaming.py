@@ -17,6 +17,7 @@ import pytest
 import requests
 from trainer_runs import REPO, versions
 
+import o41
 from o41 import fsstream
 from o41.filesystem import O41FileSystem
 
@@ -138,3 +139,27 @@ print(sha.hexdigest(), peak // 1024)
     assert list(temp.iterdir()) == []
     assert listed(o41_emulator, o41_location, "step-00000001") == {
         "huge.bin": (2 << 30, digest)}
+
+
+def test_file_past_the_services_limit_is_refused_and_nothing_is_visible(
+        tmp_path: Path) -> None:
+    from client_fixtures import start_emulator, stop_emulator
+
+    config = tmp_path / "limits.toml"
+    config.write_text(f"max_file_size = {12 * MIB}\n")
+    emu = start_emulator(tmp_path / "data", "--config", str(config))
+    try:
+        fs = make_fs(emu)
+        location = "o41://tests/limited"
+        with pytest.raises(o41.PayloadTooLarge), fs.open(
+                f"{location}/step-00000001/big.bin", "wb") as f:
+            for i in range(20):
+                f.write(blob(MIB, seed=i))
+        assert versions(emu.api, emu.key, location) == []
+        with pytest.raises(o41.ConfigError, match="big.bin streamed and then .* cut short"):
+            fs.pipe(f"{location}/step-00000001/other.bin", b"x")  # the step lacks big.bin
+        fs.pipe(f"{location}/step-00000001/big.bin", b"fits")  # written again, it commits
+        assert listed(emu, location, "step-00000001") == {
+            "big.bin": (4, hashlib.sha256(b"fits").hexdigest())}
+    finally:
+        stop_emulator(emu)
