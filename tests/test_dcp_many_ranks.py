@@ -109,39 +109,41 @@ def test_every_rank_shards_and_metadata_are_one_version_and_load_exact(
     assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 2
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
 def test_rank_killed_mid_save_leaves_the_previous_latest(o41_emulator: Emulator,
-                                                         o41_location: str) -> None:
+                                                         o41_location: str, ranks: int) -> None:
     env = o41_emulator.client_env(O41_MODE="write")
-    with torchrun(env, 2, o41_location, "--steps", "4", "--every", "2",
+    with torchrun(env, ranks, o41_location, "--steps", "4", "--every", "2",
                   "--hang-rank", "1", "--hang-at", "4") as job:
         job.wait_line(r"^rank 1 mid-save$")
         os.kill(job.pids()[1], signal.SIGKILL)
         assert job.finish() != 0
     assert [v["version"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
         == ["step-00000002"]
-    with torchrun(env, 2, o41_location, "--steps", "4", "--every", "2") as relaunch:
+    with torchrun(env, ranks, o41_location, "--steps", "4", "--every", "2") as relaunch:
         assert relaunch.finish() == 0, relaunch.output()
     assert "rank 1 resumed-at 2" in relaunch.lines
     assert [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
         == [2, 4]
 
 
-def test_zombie_job_woken_after_its_relaunch_stops_on_every_rank(o41_emulator: Emulator,
-                                                                 o41_location: str) -> None:
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_zombie_job_woken_after_its_relaunch_stops_on_every_rank(
+        o41_emulator: Emulator, o41_location: str, ranks: int) -> None:
     env = o41_emulator.client_env(O41_MODE="write", O41_FENCE_CHECK="0.5")
-    with torchrun(env, 2, o41_location, "--steps", "8", "--every", "2",
+    with torchrun(env, ranks, o41_location, "--steps", "8", "--every", "2",
                   "--hold-after", "2") as zombie:
-        for r in (0, 1):
+        for r in range(ranks):
             zombie.wait_line(rf"^rank {r} holding$")
         zombie.signal_all(signal.SIGSTOP)
         try:
-            with torchrun(env, 2, o41_location, "--steps", "4", "--every", "2") as relaunch:
+            with torchrun(env, ranks, o41_location, "--steps", "4", "--every", "2") as relaunch:
                 assert relaunch.finish() == 0, relaunch.output()
         finally:
             zombie.signal_all(signal.SIGCONT)
         zombie.finish()
     fenced = [ln for ln in zombie.lines if "o41: fenced: " in ln]
-    assert len(fenced) == 2, zombie.output()  # one line from each rank, each exit 8
+    assert len(fenced) == ranks, zombie.output()  # one line from each rank, each exit 8
     assert re.search(r"exitcode\s*:\s*8", zombie.output()), zombie.output()
     assert [(v["step"], v["epoch"]) for v in versions(o41_emulator.api, o41_emulator.key,
                                                       o41_location)] == [(2, 1), (4, 2)]
