@@ -58,19 +58,33 @@ class ApiClient:
         return self._call("POST", "/artifacts/open", json=body)
 
     def write_version(self, artifact: str, token: str, version: str,
-                      files: list[dict[str, Any]]) -> dict[str, Any]:
-        """``POST /versions/write``: declare files, get signed PUT URLs."""
-        body = {"artifact": artifact, "token": token, "version": version, "files": files}
+                      files: list[dict[str, Any]], *, upload: str | None = None
+                      ) -> dict[str, Any]:
+        """``POST /versions/write``: declare files, get signed PUT URLs.
+
+        A file is declared ``{"name", "size", "sha256"}``, or streamed ``{"name"}`` (VER-6:
+        its PUT answers its size and sha256). With ``upload`` the files join that upload
+        (VER-5): one version written by many processes holding the token.
+        """
+        body: dict[str, Any] = {"artifact": artifact, "token": token, "version": version,
+                                "files": files}
+        if upload is not None:
+            body["upload"] = upload
         return self._call("POST", "/versions/write", json=body)
 
     def commit(self, artifact: str, token: str, upload: str, *, version: str | None = None,
-               epoch: int | None = None) -> dict[str, Any]:
+               epoch: int | None = None, files: list[dict[str, Any]] | None = None
+               ) -> dict[str, Any]:
         """``POST /versions/commit``: make an uploaded version visible.
 
-        With ``version`` and ``epoch``, a retried commit that meets ``version_exists`` reads
-        the version: when it carries this epoch, the first attempt landed and it is returned.
+        ``files`` lists every streamed file of the upload with the size and sha256 its
+        writer wrote (VER-6). With ``version`` and ``epoch``, a retried commit that meets
+        ``version_exists`` reads the version: when it carries this epoch, the first attempt
+        landed and it is returned.
         """
-        body = {"artifact": artifact, "token": token, "upload": upload}
+        body: dict[str, Any] = {"artifact": artifact, "token": token, "upload": upload}
+        if files:
+            body["files"] = files
         attempts: list[int] = []
         try:
             return self._call("POST", "/versions/commit", json=body, attempts=attempts)
@@ -135,7 +149,7 @@ class ApiClient:
                 transient = method == "GET" or status is None or status in TRANSIENT
                 if not transient or (attempt >= ATTEMPTS and time.monotonic() > deadline):
                     raise
-                time.sleep(min(2.0, 0.05 * 2**attempt))
+                time.sleep(min(2.0, 0.05 * 2 ** min(attempt, 6)))
 
     def _once(self, method: str, path: str, **kwargs: Any) -> Any:
         url = self.api_url + path

@@ -2,8 +2,8 @@
 
 A step that is committed already (VER-2, ``version_exists``), or not after the latest
 (VER-3, ``not_after_latest``), would be refused at its commit, after every file of it was
-written and staged: a DCP save of 10 GB into ``step-00000100`` that a previous launch
-committed would stage 10 GB, then fail. So the first file this process writes into a step
+written and uploaded: a DCP save of 10 GB into ``step-00000100`` that a previous launch
+committed would upload 10 GB, then fail. So the first file this process writes into a step
 asks the artifact once (one GET per step, not per file) and is refused at its open.
 
 Removals: an s3fs user's ``fs.rm`` deletes, and so does this one, within the contract's
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import fsretain
+from . import fsretain, fsrun
 from .errors import NotAfterLatest, NotFound, VersionExists
 from .fsstage import StepKey
 
@@ -27,9 +27,9 @@ def check_new_step(fs: Any, key: StepKey) -> None:
     A fenced zombie is told it is fenced (and stops), not that the relaunch's step exists.
     """
     artifact, version = key
-    with fs._staging.lock:
-        if key in fs._staging.steps:
-            return  # a later file of a step this process is writing: asked already
+    launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
+    if launch is not None and launch.has_step(version):
+        return  # a later file of a step this process is writing: asked already
     try:
         latest = fs.api.read_artifact(artifact).get("latest")
     except NotFound:
@@ -67,8 +67,9 @@ def _holding(files: list[str]) -> str:
 
 
 def refuse_removal(fs: Any, path: str) -> None:
-    """``rm`` of a path that is not staged: a committed version is deleted, or the removal
-    refused, as ``o41.fsretain`` tells (VER-7); a path that names nothing is not found."""
+    """``rm`` of a path that is not being written: a committed version is deleted, or the
+    removal refused, as ``o41.fsretain`` tells (VER-7); a path that names nothing is not
+    found."""
     fsretain.remove(fs, path)
 
 

@@ -31,7 +31,6 @@ import threading
 from typing import Any
 
 from . import fsrun
-from .checkpoint import Run
 from .errors import Fenced, Immutable, IsLatest, NotFound, O41Error
 from .fspaths import O41Path, step_in_name
 
@@ -67,7 +66,7 @@ def remove(fs: Any, path: str) -> None:
     version, files = _committed(fs, where, path)
     if where.version == "latest":
         raise _is_latest(path, where.artifact, version)
-    run = _held_run(fs, where.artifact, path)
+    launch = _held_launch(fs, where.artifact, path)
     latest = fs.api.read_artifact(where.artifact).get("latest") == version
     if latest and not _later_step_written(fs, where.artifact, version):
         raise _is_latest(path, where.artifact, version)
@@ -85,7 +84,7 @@ def remove(fs: Any, path: str) -> None:
         log.info("o41: %s removed; o41://%s/%s is deleted once every file of it is",
                  path, where.artifact, version)
         return
-    _delete(fs, run, where.artifact, version, path)
+    _delete(fs, launch, where.artifact, version, path)
 
 
 def after_commit(fs: Any, artifact: str) -> None:
@@ -103,7 +102,7 @@ def after_commit(fs: Any, artifact: str) -> None:
 
 def _delete_waiting(fs: Any, artifact: str, version: str, at_top: bool) -> None:
     path = f"o41://{artifact}/{version}"
-    run = _held_run(fs, artifact, path)
+    launch = _held_launch(fs, artifact, path)
     if fs.api.read_artifact(artifact).get("latest") == version:
         if _later_step_written(fs, artifact, version):
             with _lock:
@@ -117,7 +116,7 @@ def _delete_waiting(fs: Any, artifact: str, version: str, at_top: bool) -> None:
         partial = (fs.api.api_url, artifact, version) in _removed
     if partial and not _all_removed(fs, artifact, version, files, at_top):
         return
-    _delete(fs, run, artifact, version, path)
+    _delete(fs, launch, artifact, version, path)
 
 
 def _committed(fs: Any, where: O41Path, path: str) -> tuple[str, list[str]]:
@@ -138,30 +137,27 @@ def _committed(fs: Any, where: O41Path, path: str) -> tuple[str, list[str]]:
     return version, files
 
 
-def _held_run(fs: Any, artifact: str, path: str) -> Run:
+def _held_launch(fs: Any, artifact: str, path: str) -> fsrun.Launch:
     """The open a delete uses: this process's, never a new one (it would fence the writer)."""
-    run = fsrun.shared_run_if_held(fs.api, artifact, fs.holder)
-    if run is None:
+    launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
+    if launch is None or launch.joined:
         raise PermissionError(
             f"{path}: a delete takes the open of o41://{artifact}, and this process holds "
             "none (it has only read): delete from the process that writes the artifact "
             "(O41_MODE=write or `o41 run` would open here, and fence that process)")
-    try:
-        fsrun.check_not_fenced(run)
-    except Fenced as exc:
-        raise fsrun.fenced(run, exc, fs.on_fenced) from None
-    return run
+    launch.check()
+    return launch
 
 
 def _later_step_written(fs: Any, artifact: str, version: str) -> bool:
     """Whether this process holds a step of ``artifact`` after ``version``, not committed:
     staged files, or a step held for a commit to come (a Lightning save whose files
     ``AsyncCheckpointIO`` has queued and not written yet)."""
-    prefix = f"o41://{artifact}/"
-    later = {loc[len(prefix):] for loc in fs.uncommitted() if loc.startswith(prefix)}
-    staging = fs._staging
-    with staging.lock:
-        later |= {v for a, v in getattr(staging, "held", {}) if a == artifact}
+    launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
+    if launch is None:
+        return False
+    with launch.lock:
+        later = {v for v, step in launch.steps.items() if step.names or step.holds}
     return any(v > version for v in later)
 
 
@@ -185,11 +181,11 @@ def _all_removed(fs: Any, artifact: str, version: str, files: list[str], at_top:
     return False
 
 
-def _delete(fs: Any, run: Run, artifact: str, version: str, path: str) -> None:
+def _delete(fs: Any, launch: fsrun.Launch, artifact: str, version: str, path: str) -> None:
     try:
-        fs.api.delete_version(artifact, run.token, version)
+        fs.api.delete_version(artifact, launch.token, version)
     except Fenced as exc:
-        raise fsrun.fenced(run, exc, fs.on_fenced) from None
+        raise launch.fenced(exc) from None
     except IsLatest:
         raise _is_latest(path, artifact, version) from None
     except NotFound:
