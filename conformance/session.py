@@ -146,6 +146,7 @@ def open_target(config: Any, names: RunNames, seed: int, workdir: Path) -> Env:
         spawned=spawned,
         faults=tuple(_opt(config, "emulator_fault")),
         max_url_wait=_opt(config, "max_url_wait"),
+        max_put_bytes=_opt(config, "max_put_bytes"),
         seed=seed,
         run_tag=names.tag,
         has_fallback=has_fallback,
