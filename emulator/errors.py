@@ -14,6 +14,7 @@ Rules raise these; a single Flask error handler (``emulator.web.error_bodies``) 
     ├── VersionExists        409 version_exists
     ├── NotAfterLatest       409 not_after_latest
     ├── Incomplete           409 incomplete
+    ├── IsLatest             409 is_latest
     └── PayloadTooLarge      413 payload_too_large
 """
 
@@ -72,6 +73,10 @@ class Incomplete(ApiError):
     status, code = 409, "incomplete"
 
 
+class IsLatest(ApiError):
+    status, code = 409, "is_latest"
+
+
 class PayloadTooLarge(ApiError):
     status, code = 413, "payload_too_large"
 
@@ -87,6 +92,7 @@ ALL_ERRORS: tuple[type[ApiError], ...] = (
     VersionExists,
     NotAfterLatest,
     Incomplete,
+    IsLatest,
     PayloadTooLarge,
 )
 

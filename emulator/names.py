@@ -13,9 +13,9 @@ from .errors import InvalidArgument
 
 # Patterns are ASCII classes used with fullmatch: `$` would let a trailing newline through,
 # and `\d` would accept other scripts' digits. openapi.py publishes the same patterns.
-# A part is any run of the contract's characters but "." and ".." (a path's own names);
-# the look-ahead works both in Python and where openapi.py puts it between "^", "/", "$".
-SEGMENT = r"(?!\.\.?(?:/|$))[A-Za-z0-9._-]{1,128}"
+# A part starts with a letter or digit, as OCI repository and bucket names do: so "-run"
+# cannot pass for a command-line flag, and "." and ".." (a path's own names) never match.
+SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 VERSION = r"step-([0-9]{8})"
 _SEGMENT = re.compile(SEGMENT)
 _VERSION = re.compile(VERSION)
@@ -41,8 +41,8 @@ def artifact_name(value: object) -> str:
     parts = value.split("/")
     if len(parts) != 2 or not all(_SEGMENT.fullmatch(p) for p in parts):
         raise InvalidArgument(
-            f"artifact {value[:200]!r} is not 'project/name' (letters, digits, '.', '_', "
-            "'-'; a part is not '.' or '..')"
+            f"artifact {value[:200]!r} is not 'project/name' (each part 1 to 128 letters, "
+            "digits, '.', '_', '-', starting with a letter or digit)"
         )
     return value
 

@@ -63,6 +63,8 @@ SCHEMA_DEFS: dict[str, dict] = {
         "description": "Where the box runs; cloud compared case-insensitively.",
     },
     "FileDeclaration": obj({"name": STR, "size": INT, "sha256": ref("Sha256")}),
+    "StreamedFile": obj({"name": STR}, description="A file declared by name alone (VER-6): "
+                        "its PUT answers the size and sha256 received; the commit lists them."),
     "VersionFile": obj({"name": STR, "size": INT, "sha256": ref("Sha256")}, {"url": URL}),
     "SignedFile": obj({"name": STR, "url": URL}),
     "Version": obj(
@@ -117,8 +119,11 @@ SCHEMA_DEFS: dict[str, dict] = {
             "artifact": ref("ArtifactName"),
             "token": STR,
             "version": ref("VersionName"),
-            "files": {"type": "array", "items": ref("FileDeclaration")},
-        }
+            "files": {"type": "array", "items": {
+                "oneOf": [ref("FileDeclaration"), ref("StreamedFile")]}},
+        },
+        {"upload": {"type": "string", "minLength": 1,
+                    "description": "an open upload of this version: the files join it (VER-5)"}},
     ),
     "WriteResponse": obj(
         {
@@ -130,7 +135,17 @@ SCHEMA_DEFS: dict[str, dict] = {
         },
         description="Signed PUT URLs, one per declared file, in the writer's location.",
     ),
-    "CommitRequest": obj({"artifact": ref("ArtifactName"), "token": STR, "upload": STR}),
+    "CommitRequest": obj(
+        {"artifact": ref("ArtifactName"), "token": STR, "upload": STR},
+        {"files": {"type": "array", "items": ref("FileDeclaration"),
+                   "description": "every streamed file with what its writer wrote (VER-6)"}},
+    ),
+    "DeleteRequest": obj(
+        {"artifact": ref("ArtifactName"), "token": STR, "version": ref("VersionName")}),
+    "Deleted": obj(
+        {"artifact": ref("ArtifactName"), "version": ref("VersionName"), "deleted_at": TIME},
+        description="The version left read, list and placements; URLs given out before "
+        "keep serving until they expire (VER-7)."),
     "VersionList": obj({"versions": {"type": "array", "items": ref("Version")}}),
     "Artifact": obj(
         {
@@ -266,10 +281,14 @@ def document() -> dict:
             "/versions/write": {"post": _op(
                 "Write a version: reserve an upload and sign PUT URLs", "WriteResponse",
                 [400, 403, 404, 409, 413], body="WriteRequest",
-                rules="FENCE-2, VER-1..3, PLACE-1..4")},
+                rules="FENCE-2, VER-1..3, VER-5..6, PLACE-1..4")},
             "/versions/commit": {"post": _op(
                 "Commit a version: make an upload visible", "Version",
-                [400, 403, 404, 409, 413], body="CommitRequest", rules="FENCE-2..3, VER-2..4")},
+                [400, 403, 404, 409, 413], body="CommitRequest",
+                rules="FENCE-2..3, VER-2..6")},
+            "/versions/delete": {"post": _op(
+                "Delete a version that is not the latest", "Deleted",
+                [400, 403, 404, 409, 413], body="DeleteRequest", rules="FENCE-2, VER-7")},
             "/versions/read": {"get": _op(
                 "Read a version, optionally with signed GET URLs", "Version",
                 [400, 403, 404], params=["artifact", "version", "urls", "place"],

@@ -28,8 +28,10 @@ _RECEIVED = (UF.update().where(UF.c.upload_id == bindparam("id"), UF.c.name == b
              .values(object_key=bindparam("key"), received_size=bindparam("got_size"),
                      received_sha256=bindparam("sha")))
 _EVERY_UPLOAD = select(U.c.id, U.c.artifact, U.c.location)
+# Expired: an open upload never committed in time, or a deleted version's upload once the
+# URLs given out before its delete have expired (VER-7); either's bytes can go.
 _EXPIRED = (select(U.c.id, U.c.artifact, U.c.location)
-            .where(U.c.state == "open", U.c.expires_at < bindparam("now")))
+            .where(U.c.state.in_(("open", "deleted")), U.c.expires_at < bindparam("now")))
 _ANY_EXPIRED = _EXPIRED.limit(1)
 # Locked in one order (PostgreSQL), and re-checked once locked: an upload that a commit got
 # to first is no longer open, and is skipped.
@@ -82,7 +84,7 @@ def _require_open(
     """Only an open, unexpired upload may still receive bytes or be committed."""
     if row is None:
         raise NotFound(f"upload {upload_id} does not exist")
-    if row["state"] == "committed":
+    if row["state"] in ("committed", "deleted"):
         raise VersionExists(
             f"upload {upload_id} is already committed; a committed version never changes"
         )
@@ -157,7 +159,8 @@ def _make_current(
 
 
 def reclaim_expired_uploads(backend: Backend) -> int:
-    """Delete uploads never committed within `upload_lifetime`, with their bytes.
+    """Delete uploads never committed within `upload_lifetime`, and deleted versions whose
+    last URLs have expired, with their bytes.
 
     The state change comes first, in one transaction that re-reads the state: an upload a
     commit got to first is skipped, and once marked, no commit or PUT can use it.

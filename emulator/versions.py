@@ -11,15 +11,13 @@ import secrets
 
 from sqlalchemy import Connection, RowMapping, bindparam, func, select
 
-from . import db, names
+from . import db, filelists, names
 from .backend import Backend
 from .errors import (
     Fenced,
-    Incomplete,
     InvalidArgument,
     NotAfterLatest,
     NotFound,
-    PayloadTooLarge,
     VersionExists,
 )
 from .keys import Principal
@@ -39,6 +37,7 @@ _EPOCH = (select(A.c.epoch, A.c.holder).where(A.c.name == bindparam("artifact"))
 _UPLOAD = (select(U).where(U.c.id == bindparam("id"), U.c.artifact == bindparam("artifact"))
            .with_for_update())
 _UPLOAD_FILES = select(UF).where(UF.c.upload_id == bindparam("id")).order_by(UF.c.name)
+_UPLOAD_NAMES = select(UF.c.name).where(UF.c.upload_id == bindparam("id"))
 _ALL_VERSIONS = select(V).where(_BY_ARTIFACT).order_by(V.c.step)
 _ARTIFACT_EXISTS = select(A.c.name).where(A.c.name == bindparam("artifact"))
 VF = db.version_files
@@ -79,35 +78,6 @@ def _check_name(backend: Backend, artifact: str, version: str, step: int) -> Non
             f"{version} is not after the latest {names.version_name(latest)} of {artifact}")
 
 
-def _parse_files(backend: Backend, files: object) -> list[tuple[str, int, str]]:
-    if not isinstance(files, list):
-        raise InvalidArgument("files must be a list of {name, size, sha256}")
-    if len(files) > backend.settings.max_files:
-        raise PayloadTooLarge(f"at most {backend.settings.max_files} files per version")
-    out, seen = [], set()
-    for f in files:
-        if not isinstance(f, dict) or not set(f) <= {"name", "size", "sha256"}:
-            raise InvalidArgument("each file is {name, size, sha256} and nothing else")
-        name = names.file_name(f.get("name"))
-        size = names.size(f.get("size"))
-        sha = names.sha256_hex(f.get("sha256"))
-        if name in seen:
-            raise InvalidArgument(f"file {name!r} is listed twice")
-        if size > backend.settings.max_file_size:
-            raise PayloadTooLarge(
-                f"{name} declares {size} bytes; the limit is {backend.settings.max_file_size}"
-            )
-        seen.add(name)
-        out.append((name, size, sha))
-    # A file cannot also be a folder of another file's path. Collecting every folder once
-    # is linear in the names' total length (10,000 names: milliseconds, not seconds).
-    folders = {name[:i] for name in seen for i, ch in enumerate(name) if ch == "/"}
-    clash = seen & folders
-    if clash:
-        raise InvalidArgument(f"file {min(clash)!r} is also a folder of another file")
-    return out
-
-
 def write_version(
     backend: Backend,
     who: Principal,
@@ -116,54 +86,45 @@ def write_version(
     version: object,
     files: object,
     base_url: str,
+    upload: object = None,
 ) -> dict:
+    """Reserve an upload and sign a PUT URL per file; with `upload`, the files join that
+    upload instead (VER-5: the ranks of one job writing one version)."""
     name = names.artifact_name(artifact)
     who.require("write", name)
     tok = backend.token(token, name)
     step = names.version_step(version)
+    settings = backend.settings
+    parsed = filelists.parse_write(files, settings.max_files, settings.max_file_size)
+    if upload is not None and (not isinstance(upload, str) or not upload):
+        raise InvalidArgument("upload must be the id a write answered")
     reclaim_expired_uploads(backend)
-    parsed = _parse_files(backend, files)
-    place = place_from_text(tok["place"])
-    placement = backend.geography.place_for(place)
-    upload_id = "up_" + secrets.token_urlsafe(18)
     now = backend.now()
-    expires = now + backend.settings.url_lifetime
     conn = backend.conn()
     with db.transaction(conn):
-        _check_epoch(backend, name, tok["epoch"], "write")
-        _check_name(backend, name, str(version), step)
-        conn.execute(U.insert(), {
-            "id": upload_id, "artifact": name, "token": tok["token"], "epoch": tok["epoch"],
-            "holder": tok["holder"], "version": version, "step": step,
-            "location": placement.location.id, "place": tok["place"],
-            "placement": placement.kind, "created_at": iso(now),
-            "expires_at": now + backend.settings.upload_lifetime,
-        })
+        if upload is None:
+            filelists.check_joined(parsed, (), settings.max_files)
+            up = _new_upload(backend, name, tok, str(version), step, now)
+        else:
+            up = _joined_upload(backend, name, upload, step, parsed, tok)
         if parsed:
-            conn.execute(UF.insert(), [{"upload_id": upload_id, "name": n, "size": s,
-                                        "sha256": h} for n, s, h in parsed])
-    loc = placement.location
+            conn.execute(UF.insert(), [{"upload_id": up["id"], "name": d.name, "size": d.size,
+                                        "sha256": d.sha256} for d in parsed])
+    loc = backend.location(up["location"])
+    placement = backend.geography.place_for(place_from_text(up["place"]))
+    expires = now + settings.url_lifetime
     urls = [
         {
-            "name": n,
+            "name": d.name,
             "url": backend.signer.sign(
-                base_url,
-                "PUT",
-                loc.id,
-                object_key(name, upload_id, n),
-                expires,
-                u=upload_id,
-                f=n,
-                s=s,
-                a=name,
-                v=version,
-                r=tok["place"],
+                base_url, "PUT", loc.id, object_key(name, up["id"], d.name), expires,
+                u=up["id"], f=d.name, s=d.size, a=name, v=up["version"], r=up["place"],
             ),
         }
-        for n, s, _ in parsed
+        for d in parsed
     ]
     return {
-        "upload": upload_id,
+        "upload": up["id"],
         "location": loc.json(),
         "route": placement.route,
         "files": urls,
@@ -171,20 +132,68 @@ def write_version(
     }
 
 
+def _new_upload(
+    backend: Backend, artifact: str, tok: RowMapping, version: str, step: int, now: float
+) -> dict:
+    """Inside the write's transaction: the epoch and the name are checked, then the upload
+    is recorded at the writer's location."""
+    _check_epoch(backend, artifact, tok["epoch"], "write")
+    _check_name(backend, artifact, version, step)
+    placement = backend.geography.place_for(place_from_text(tok["place"]))
+    up = {
+        "id": "up_" + secrets.token_urlsafe(18), "artifact": artifact, "token": tok["token"],
+        "epoch": tok["epoch"], "holder": tok["holder"], "version": version, "step": step,
+        "location": placement.location.id, "place": tok["place"],
+        "placement": placement.kind, "created_at": iso(now),
+        "expires_at": now + backend.settings.upload_lifetime,
+    }
+    backend.conn().execute(U.insert(), up)
+    return up
+
+
+def _joined_upload(
+    backend: Backend, artifact: str, upload: str, step: int, parsed: list, tok: RowMapping
+) -> RowMapping:
+    """Inside the write's transaction: the open upload that new files join (VER-5). Its
+    400s come before its 404s, and those before its 409s (the contract's precedence)."""
+    conn = backend.conn()
+    up = conn.execute(_UPLOAD, {"id": upload, "artifact": artifact}).mappings().first()
+    if up is None or up["state"] != "open" or up["expires_at"] < backend.now():
+        raise NotFound(f"upload {upload} of {artifact} does not exist, is committed or expired")
+    if up["step"] != step:
+        raise InvalidArgument(
+            f"upload {upload} writes {up['version']}, not {names.version_name(step)}")
+    earlier = conn.execute(_UPLOAD_NAMES, {"id": upload}).scalars().all()
+    filelists.check_joined(parsed, earlier, backend.settings.max_files)
+    # An upload never changes hands: the token and the upload must both be of the newest
+    # epoch, so a newer open fences the files of the old one too.
+    _check_epoch(backend, artifact, min(up["epoch"], tok["epoch"]), "write")
+    if tok["epoch"] != up["epoch"]:
+        raise Fenced(f"upload {upload} was started under epoch {up['epoch']}, not "
+                     f"{tok['epoch']}; an upload belongs to the open that started it")
+    _check_name(backend, artifact, up["version"], step)
+    return up
+
+
 def commit_version(
-    backend: Backend, who: Principal, artifact: object, token: object, upload: object
+    backend: Backend, who: Principal, artifact: object, token: object, upload: object,
+    files: object = None,
 ) -> dict:
     name = names.artifact_name(artifact)
     who.require("write", name)
     tok = backend.token(token, name)
     if not isinstance(upload, str) or not upload:
         raise InvalidArgument("upload is required")
+    listed = filelists.parse_commit(files)
     conn = backend.conn()
     with db.transaction(conn):
         # Locked (PostgreSQL): a PUT or a reclaim of this upload waits until the commit ends.
         up = conn.execute(_UPLOAD, {"id": upload, "artifact": name}).mappings().first()
         if up is None:
             raise NotFound(f"upload {upload} does not exist for {name}")
+        stored = conn.execute(_UPLOAD_FILES, {"id": upload}).mappings().all()
+        if up["state"] in ("open", "committed"):  # a reclaimed one is gone: 404 below
+            filelists.check_listed_names(listed, stored)
         # An upload belongs to the token that started it: a newer token cannot launder it.
         if "open-not-atomic" not in backend.faults:
             _check_epoch(backend, name, min(up["epoch"], tok["epoch"]), "commit")
@@ -192,18 +201,9 @@ def commit_version(
             raise VersionExists(f"{name}/{up['version']} is already committed")
         require_committable(backend, up)
         _check_name(backend, name, up["version"], up["step"])
-        files = conn.execute(_UPLOAD_FILES, {"id": upload}).mappings().all()
-        missing = [
-            f["name"]
-            for f in files
-            if f["received_size"] != f["size"] or f["received_sha256"] != f["sha256"]
-        ]
-        if missing and "commit-without-files" not in backend.faults:
-            raise Incomplete(
-                f"{len(missing)} file(s) not uploaded with their declared size and sha256: "
-                + ", ".join(missing[:10])
-            )
-        _insert_version(conn, up, files, backend.now())
+        if "commit-without-files" not in backend.faults:
+            filelists.check_complete(listed, stored)
+        _insert_version(conn, up, stored, backend.now())
     row = conn.execute(_VERSION, {"artifact": name, "step": up["step"]}).mappings().one()
     return version_json(backend, row, place_from_text(tok["place"]))
 
@@ -215,16 +215,17 @@ def _insert_version(
     key = {"artifact": artifact, "step": step}
     replaced = conn.execute(_DROP_VERSION, key).rowcount
     conn.execute(_DROP_FILES, key)
+    recorded = [(f, *filelists.received(f)) for f in files]
     conn.execute(V.insert(), {
         **key, "version": up["version"], "location": up["location"],
-        "size": sum(f["size"] for f in files), "created_at": iso(now), "epoch": up["epoch"],
-        "holder": up["holder"], "place": up["place"], "placement": up["placement"],
-        "upload_id": up["id"],
+        "size": sum(size for _, size, _ in recorded), "created_at": iso(now),
+        "epoch": up["epoch"], "holder": up["holder"], "place": up["place"],
+        "placement": up["placement"], "upload_id": up["id"],
     })
     if files:
         conn.execute(VF.insert(), [
-            {"artifact": artifact, "step": step, "name": f["name"], "size": f["size"],
-             "sha256": f["sha256"], "object_key": f["object_key"]} for f in files])
+            {"artifact": artifact, "step": step, "name": f["name"], "size": size,
+             "sha256": sha, "object_key": f["object_key"]} for f, size, sha in recorded])
     conn.execute(_COMMITTED, {"upload": up["id"]})
     if not replaced:
         conn.execute(_COUNTED, {"artifact": artifact})

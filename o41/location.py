@@ -9,8 +9,10 @@ from .errors import ConfigError
 
 SCHEME = "o41://"
 VERSION_RE = re.compile(r"^step-[0-9]{8}$")  # ASCII digits only: \d would take "٥"
-_SEGMENT = re.compile(r"(?!\.\.?$)[A-Za-z0-9._-]{1,128}")
-ALLOWED = "letters, digits, '.', '_' and '-', at most 128 characters, not '.' or '..'"
+# The contract's grammar: a part starts with a letter or digit (so never "." or "..").
+_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+ALLOWED = ("letters, digits, '.', '_' and '-', at most 128 characters, starting with a letter "
+           "or digit")
 
 
 def version_name(step: int) -> str:

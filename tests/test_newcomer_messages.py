@@ -132,8 +132,8 @@ def test_bad_name_lists_the_allowed_characters_as_a_coded_cli_line(monkeypatch, 
                         "o41://Exp!/x")
     assert code == ExitCode.INVALID
     assert err == ("o41: config_error: 'o41://Exp!/x': 'Exp!' is not a valid project or name: "
-                   "use letters, digits, '.', '_' and '-', at most 128 characters, not '.' or "
-                   "'..'\n")
+                   "use letters, digits, '.', '_' and '-', at most 128 characters, starting "
+                   "with a letter or digit\n")
 
 
 def test_every_client_error_has_a_snake_case_code_for_the_cli_line() -> None:

@@ -158,6 +158,28 @@ def hop_scenario(http: RecordingHttp, app) -> None:
     assert c.commit(written.body["upload"]).status == 200
     assert c.commit(written.body["upload"]).status == 409  # version exists
     assert c.commit("up_nope").status == 404
+    # Two ranks in one upload, one file streamed (VER-5, VER-6), then keep-the-last-1 (VER-7).
+    first = c.http.request("POST", API + "/versions/write", json={
+        "artifact": run, "token": c.token, "version": "step-00000920",
+        "files": [{"name": "rank0.distcp"}]})
+    up = first.body["upload"]
+    second = c.http.request("POST", API + "/versions/write", json={
+        "artifact": run, "token": c.token, "version": "step-00000920", "upload": up,
+        "files": [{"name": ".metadata", "size": 2, "sha256": sha(b"md")}]})
+    assert second.status == 200
+    put = http.request("PUT", first.body["files"][0]["url"], key=None, data=b"shard")
+    c.upload(second, {".metadata": b"md"})
+    assert c.http.request("POST", API + "/versions/commit", json={
+        "artifact": run, "token": c.token, "upload": up}).status == 409  # not listed
+    assert c.http.request("POST", API + "/versions/commit", json={
+        "artifact": run, "token": c.token, "upload": up, "files": [put.body]}).status == 200
+    delete = {"artifact": run, "token": c.token}
+    assert c.http.request("POST", API + "/versions/delete",
+                          json={**delete, "version": "step-00000920"}).status == 409  # latest
+    assert c.http.request("POST", API + "/versions/delete",
+                          json={**delete, "version": "step-00000910"}).status == 200
+    assert c.http.request("POST", API + "/versions/delete",
+                          json={**delete, "version": "step-00000910"}).status == 404
 
     fork = Box(http, "experiments/ablation", {"cloud": "aws", "region": "us-west-2"})
     assert fork.open(f"o41://{run}/step-00000300").body["warnings"]

@@ -4,8 +4,9 @@ Every generated request, valid or not, must get no 5xx and a response that match
 document: status, content type and body schema. Operations are driven through hypothesis
 directly (schemathesis' own pytest plugin does not yet run under this pytest version).
 
-Writes and commits carry a token that only an open can mint, so a generated one is rightly
-400 (the contract's unknown-token rule); only there is "valid data is accepted" not checked.
+Writes, commits and deletes carry a token that only an open can mint, so a generated one is
+rightly 400 (the contract's unknown-token rule); only there is "valid data is accepted" not
+checked.
 Runs are derandomized so CI is reproducible; run with a changed seed locally to explore.
 """
 
@@ -22,7 +23,7 @@ from emulator.openapi import document
 from tests.conftest import make_settings
 
 AUTH = {"Authorization": "Bearer ak_local"}
-NEEDS_A_REAL_TOKEN = {"/versions/write", "/versions/commit"}
+NEEDS_A_REAL_TOKEN = {"/versions/write", "/versions/commit", "/versions/delete"}
 OPERATIONS = sorted(
     (method.upper(), path)
     for path, item in document()["paths"].items()

@@ -9,6 +9,7 @@ from flask import Blueprint, Response, g, jsonify, request
 from .. import names
 from ..errors import InvalidArgument, PayloadTooLarge
 from ..opening import open_artifact, read_artifact
+from ..retention import delete_version
 from ..usage import RawJSON, read_usage
 from ..versions import commit_version, list_versions, read_version, write_version
 from .context import backend
@@ -122,7 +123,7 @@ def artifacts_open() -> Response:
 @bp.post("/versions/write")
 def versions_write() -> Response:
     query()
-    data = body("artifact", "token", "version", "files")
+    data = body("artifact", "token", "version", "files", "upload")
     out = write_version(
         backend(),
         g.who,
@@ -131,6 +132,7 @@ def versions_write() -> Response:
         data.get("version"),
         data.get("files"),
         base_url(),
+        data.get("upload"),
     )
     loc = out["location"]
     g.log = (
@@ -143,11 +145,20 @@ def versions_write() -> Response:
 @bp.post("/versions/commit")
 def versions_commit() -> Response:
     query()
-    data = body("artifact", "token", "upload")
-    out = commit_version(
-        backend(), g.who, data.get("artifact"), data.get("token"), data.get("upload")
-    )
+    data = body("artifact", "token", "upload", "files")
+    out = commit_version(backend(), g.who, data.get("artifact"), data.get("token"),
+                         data.get("upload"), data.get("files"))
     g.log = (f"{out['artifact']} {out['version']}", f"epoch {out['epoch']}")
+    return jsonify(out)
+
+
+@bp.post("/versions/delete")
+def versions_delete() -> Response:
+    query()
+    data = body("artifact", "token", "version")
+    out = delete_version(backend(), g.who, data.get("artifact"), data.get("token"),
+                         data.get("version"))
+    g.log = (f"{out['artifact']} {out['version']}", "deleted")
     return jsonify(out)
 
 

@@ -18,6 +18,7 @@ from werkzeug.wsgi import wrap_file
 
 from .. import uploads, usage
 from ..errors import NotFound, PayloadTooLarge, RangeNotSatisfiable
+from ..filelists import STREAMED
 from ..storage import ObjectMissing, TooLarge
 from .context import backend
 
@@ -236,10 +237,17 @@ def put_object(cloud: str, region: str, key: str) -> Response:
     meta = be.signer.verify("PUT", request.path, request.args.get("sig"))
     loc = be.location(f"{cloud}/{region}")
     declared = int(meta["s"])
-    too_long = PayloadTooLarge(f"{meta['f']} was declared as {declared} bytes; body is longer")
-    if request.content_length is not None and request.content_length > declared:
+    if declared == STREAMED:  # VER-6: any length up to the limit, told in the answer
+        limit = be.settings.max_file_size
+        too_long = PayloadTooLarge(f"{meta['f']} is streamed; its body is over the limit "
+                                   f"of {limit} bytes, and nothing was replaced")
+    else:
+        limit = declared
+        too_long = PayloadTooLarge(f"{meta['f']} was declared as {declared} bytes; body is "
+                                   "longer")
+    if request.content_length is not None and request.content_length > limit:
         raise too_long
-    reader = _Receiving(request.stream, declared, be.settings.chunk_size)
+    reader = _Receiving(request.stream, limit, be.settings.chunk_size)
     try:
         size, digest = uploads.store_file(
             be, loc.bucket, meta["a"], meta["u"], meta["f"], reader, request.content_length
