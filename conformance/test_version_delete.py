@@ -84,19 +84,25 @@ def test_deleting_older_versions_takes_them_out_of_read_and_list_at_once(
 @pytest.mark.rule("VER-7.b")
 def test_a_deleted_step_is_never_written_again(o41_env: Env, o41_api: Client) -> None:
     """Deleted step 2, latest step 3: writing step 2 again is not after the latest (not a
-    version that exists), at write or at commit; step 4 is."""
+    version that exists), at write or at commit, by the box that deleted it and by the
+    next one; step 4 is."""
     box, _ = _three(o41_env, o41_api, "delete-reuse")
     _deleted(o41_api, box, V[2], "VER-7.b")
-    for version in (V[2], V[1]):
-        up = start_upload(o41_api, box.artifact, box.token, version, make_files({"m": 9}, 70))
+    for turn in ("box-a", "box-b"):
+        who = box if turn == "box-a" else open_box(o41_api, box.artifact, turn)
+        up = start_upload(o41_api, box.artifact, who.token, V[2], make_files({"m": 9}, 70))
         if up.upload_id is None:
-            expect_error(up.write, 409, "not_after_latest", "VER-7.b", f"write of {version}")
+            expect_error(up.write, 409, "not_after_latest", "VER-7.b",
+                         f"write of {V[2]} by {who.holder}")
         else:
-            expect_error(o41_api.commit(box.artifact, box.token, up.upload_id), 409,
-                         "not_after_latest", "VER-7.b", f"commit of {version}")
+            expect_error(o41_api.commit(box.artifact, who.token, up.upload_id), 409,
+                         "not_after_latest", "VER-7.b", f"commit of {V[2]} by {who.holder}")
+        box = who
     check_equal(_listed(o41_api, box.artifact, "VER-7.b"), [V[1], V[3]], "VER-7.b",
                 "list after the refused rewrites")
     commit_ok(o41_api, box, V[4], make_files({"m": 9}, 71), "VER-7.b")
+    check_equal(_listed(o41_api, box.artifact, "VER-7.b"), [V[1], V[3], V[4]], "VER-7.b",
+                "list after the next step")
 
 
 @pytest.mark.rule("VER-7.c")
