@@ -338,7 +338,7 @@ def scoped_prefixes(env: Any) -> tuple[str, str | None]:
     scoped = getattr(env, "scoped", None)
     if scoped is not None:
         return scoped.write_prefix, getattr(scoped, "read_prefix", None)
-    return f"{env.prefix}/w-", f"{env.prefix}/r-"
+    return f"{env.prefix}-w/", f"{env.prefix}/r-"
 
 
 def scoped_name(env: Any, slug: str, access: str = "write") -> str:
@@ -364,6 +364,12 @@ def names_just_outside(env: Any, salt: str) -> list[str]:
         write[:-1] + salt,
         write.rstrip("-_.") or write,
     ]
+    if write.endswith("/"):
+        # A project grant (``teamb/``): the projects that start with its name but are not it
+        # (``teamb2x/``, ``teambx/``), which a grant matched without its slash would reach.
+        project = write[:-1]
+        candidates += [f"{project}2x/{salt}", f"{project}x/{salt}", f"{project}-/{salt}",
+                       f"{project[:-1]}/{salt}" if len(project) > 1 else ""]
     inside = tuple(p for p in (write, read) if p)
     return [
         n

@@ -36,10 +36,11 @@ from conformance.spawn import SPAWN_MAX_FILE_SIZE, SpawnedEmulator
 
 __all__ = ["Outcome", "Target", "main", "run_mutant", "suite_env", "suite_options"]
 
-#: Keys of the emulator the runner spawns; the scoped key writes under ``mut/w-`` only.
+#: Keys of the emulator the runner spawns; the scoped key writes under ``mut-w/`` only (a
+#: project grant: names beside it, such as ``mut-w2x/...``, are tested too).
 READ_KEY = "ak_mutants_reader"
 SCOPED_KEY = "ak_mutants_scoped"
-SCOPED_WRITE, SCOPED_READ = "mut/w-", "mut/r-"
+SCOPED_WRITE, SCOPED_READ = "mut-w/", "mut/r-"
 SPAWN_CONFIG = (
     f"max_file_size = {SPAWN_MAX_FILE_SIZE}\n\n"
     f'[[keys]]\nkey = "{READ_KEY}"\nscopes = [{{ prefix = "", access = "read" }}]\n\n'
