@@ -195,3 +195,69 @@ class FencedTokenJoinsOwnUpload(Tracked):
         if not isinstance(data, dict) or key_of(request) is None:
             return response
         return reply.with_json({**data, "upload": up.upload})
+
+
+@mutant
+class JoinAnswersNoUrls(Tracked):
+    """A write that joins an upload is accepted but answers no PUT URLs (only the write
+    that starts an upload hands them out)."""
+
+    name = "ver-write-joining-an-upload-answers-no-urls"
+    clause = "VER-5.a"
+    summary = "a write naming an upload answers files: [] instead of its files' PUT URLs"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = response.json() if response.ok else None
+        if _joining(request) and isinstance(body, dict):
+            return response.with_json({**body, "files": []})
+        return response
+
+
+@mutant
+class NameOfTheUploadAgainConflicts(Tracked):
+    """A write into an upload declaring a file the upload already has gets 409
+    version_exists (the file exists) instead of 400."""
+
+    name = "ver-write-declaring-a-file-of-the-upload-again-gets-409"
+    clause = "VER-5.b"
+    summary = "a joining write that repeats an earlier write's file name gets 409, not 400"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if not _joining(request) or error_code(response) != "invalid_argument":
+            return response
+        body = body_of(request)
+        with self.lock:
+            up = self.t.uploads.get(str(body.get("upload")))
+        known = {f.get("name") for f in (up.write.get("files") or [])} if up else set()
+        if any(isinstance(f, dict) and f.get("name") in known for f in body.get("files") or []):
+            return Response.error(409, "version_exists", "the upload has this file already")
+        return response
+
+
+@mutant
+class JoinedFilesMustBeListed(Tracked):
+    """The commit of an upload that several writes made needs its files list to name the
+    joining writes' files (taken for streamed ones), else 409 incomplete."""
+
+    name = "ver-commit-of-a-joined-upload-needs-the-joined-files-listed"
+    clause = "VER-5.e"
+    summary = "a commit without files of an upload two writes made gets 409 incomplete"
+
+    def before(self, request: Request, upstream: Upstream) -> Response | None:
+        if request.endpoint != "versions/commit":
+            return None
+        body = body_of(request)
+        with self.lock:
+            joins = self.state.get("joins", {}).get(body.get("upload"), set())
+        listed = {f.get("name") for f in body.get("files") or [] if isinstance(f, dict)}
+        if joins and not joins <= listed:
+            return Response.error(409, "incomplete", "the joined files are not listed")
+        return None
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if _joining(request) and response.ok:
+            body = body_of(request)
+            with self.lock:
+                self.state.setdefault("joins", {}).setdefault(body.get("upload"), set()).update(
+                    f.get("name") for f in body.get("files") or [] if isinstance(f, dict))
+        return response

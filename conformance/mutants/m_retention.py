@@ -258,3 +258,34 @@ class DeleteWithoutDeletedAt(Tracked):
         if _deleting(request) and isinstance(body, dict):
             return response.with_json({k: v for k, v in body.items() if k != "deleted_at"})
         return response
+
+
+@mutant
+class DeletedStepNotFound(Deletions):
+    name = "ver-deleted-step-written-again-gets-404"
+    clause = "VER-7.b"
+    summary = "writing a deleted step again gets 404 not_found (the version is gone)"
+
+    def later(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint == "versions/write" and error_code(response) == "not_after_latest" \
+                and str(body_of(request).get("version")) in \
+                self.gone(body_of(request).get("artifact")):
+            return Response.error(404, "not_found", "the version was deleted")
+        return response
+
+
+@mutant
+class DeletedRangesNotFound(DeleteRevokesUrls):
+    """Plain GETs of a deleted version's URLs still work, ranged ones get 404."""
+
+    name = "ver-ranged-gets-of-a-deleted-versions-urls-get-404"
+    clause = "VER-7.c"
+    summary = "a ranged GET of a URL handed out before the delete gets 404 after it"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        if request.kind == "data" and request.header("Range"):
+            with self.lock:
+                revoked = request.path in self.state.get("revoked", set())
+            if revoked:
+                return Response.error(404, "not_found", "the version was deleted")
+        return Tracked.handle(self, request, upstream)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from typing import Any
+from urllib.parse import urlsplit
 
 from conformance.mutants.base import Request, Response, Upstream, error_code, mutant, ok_or
 from conformance.mutants.tracking import Tracked, UploadInfo, body_of
@@ -289,3 +290,51 @@ class LimitItselfRefused(LimitBook):
                 and self.streamed_put(request) is not None:
             return Response.error(413, "payload_too_large", "the body reaches the limit")
         return None
+
+
+@mutant
+class LatePutChangesTheVersion(StreamBook):
+    """A PUT to a file's URL after its upload was committed changes what the committed
+    version's URLs serve (its listed size and sha256 stay)."""
+
+    name = "ver-put-after-the-commit-changes-the-versions-bytes"
+    clause = "VER-6.b"
+    summary = "a PUT after the commit makes the version's URLs serve the new bytes"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        if request.kind == "data" and request.method == "GET":
+            with self.lock:
+                key = self.state.get("reads", {}).get(request.path)
+                late = self.state.get("late", {}).get(key) if key else None
+            if late is not None:
+                return Response(200, (("Content-Type", "application/octet-stream"),), late)
+        return super().handle(request, upstream)
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        if request.kind == "data" and request.method == "PUT":
+            with self.lock:
+                up_id = self.t.paths.get(request.path)
+                up = self.t.uploads.get(up_id) if up_id else None
+                made = self.state.get("made", {}).get(up_id)
+            if up is not None and made is not None:
+                with self.lock:
+                    self.state.setdefault("late", {})[
+                        (up.artifact, made, up.paths.get(request.path))] = request.body
+        return None
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        data = response.json() if response.ok else None
+        if not isinstance(data, dict):
+            return response
+        if request.endpoint == "versions/commit":
+            with self.lock:
+                self.state.setdefault("made", {})[body_of(request).get("upload")] = \
+                    data.get("version")
+        elif request.endpoint == "versions/read":
+            with self.lock:
+                reads = self.state.setdefault("reads", {})
+                for f in data.get("files") or []:
+                    if isinstance(f, dict) and isinstance(f.get("url"), str):
+                        reads[urlsplit(f["url"]).path] = (data.get("artifact"),
+                                                          data.get("version"), f.get("name"))
+        return response
