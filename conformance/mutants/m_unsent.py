@@ -49,22 +49,18 @@ def _mark_inter_region(node: Any) -> bool:
 
 @mutant
 class InterRegionResumeCrossCloud(Tracked):
-    """A Version read from another region of its cloud (a relaunch's ``resume_from`` or a
-    read with a place) says ``cross_cloud: true``: the flag follows the route's being
-    non-local instead of the clouds."""
+    """A relaunch in another region of its version's cloud gets a ``resume_from`` that says
+    ``cross_cloud: true`` (the open's own route check; reads are right)."""
 
     name = "xc-inter-region-resume-marked-cross-cloud"
     clause = "XC-1.a"
-    summary = "resume_from (and reads) from another region of the version's cloud say " \
+    summary = "resume_from of a relaunch in another region of the version's cloud says " \
               "cross_cloud: true"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         body = response.json() if response.ok else None
-        if not isinstance(body, dict):
-            return response
-        if request.endpoint == "artifacts/open" and _mark_inter_region(body.get("resume_from")):
-            return response.with_json(body)
-        if request.endpoint == "versions/read" and _mark_inter_region(body):
+        if request.endpoint == "artifacts/open" and isinstance(body, dict) \
+                and _mark_inter_region(body.get("resume_from")):
             return response.with_json(body)
         return response
 
