@@ -158,3 +158,26 @@ def test_a_delete_wrong_in_two_ways_gets_the_earlier_of_400_404_409(
         expect_unchanged(o41_api, name, before, "VER-6.f", f"delete of {what}")
     expect_ok(o41_api.read(name, V1), "VER-6.f", f"read {V1} after the refused deletes")
 
+
+
+@pytest.mark.read_key
+@pytest.mark.rule("VER-6.f", "AUTH-3.a")
+def test_a_read_key_gets_403_before_any_other_error_of_a_write_commit_or_delete(
+    o41_env: Env, o41_api: Client, o41_reader: Client
+) -> None:
+    w = _world(o41_env, o41_api, "prec-reader")
+    box = w["box"]
+    name = box.artifact
+    before = snapshot(o41_api, name)
+    cases = {
+        "delete of a malformed version": o41_reader.delete(name, box.token, "step-1"),
+        "delete of an unknown version": o41_reader.delete(name, box.token, "step-00000099"),
+        "delete of the latest": o41_reader.delete(name, box.token, V2),
+        "write into an unknown upload": o41_reader.write(
+            name, box.token, V3, streamed(["x.bin"]), "up-unknown-0008"),
+        "commit listing a file twice": o41_reader.commit(
+            name, box.token, w["stale"], [{"name": "m", "size": 1, "sha256": sha256(b"m")}] * 2),
+    }
+    for what, reply in cases.items():
+        expect_error(reply, 403, "forbidden", "VER-6.f", f"{what} with the read key")
+        expect_unchanged(o41_api, name, before, "VER-6.f", f"{what} with the read key")

@@ -64,6 +64,10 @@ def test_every_call_refuses_a_name_part_outside_the_grammar(
     for name in _outside(o41_env):
         for call, reply in _calls(o41_env, o41_api, name, box.token, str(upload)).items():
             expect_error(reply, 400, "invalid_argument", "API-1.h", f"{call} of {name!r}")
+    for name in _outside(o41_env):
+        fork = o41_env.artifact("grammar-fork")
+        expect_error(o41_api.open(fork, f"o41://{name}/step-00000001", None, "box-f"), 400,
+                     "invalid_argument", "API-1.h", f"a fork from {name!r}")
     expect_unchanged(o41_api, box.artifact, before, "API-1.h", "the refused calls")
 
 

@@ -26,11 +26,15 @@ from conformance.uploads import declared, expect_version_files, put_files, urls_
 V1, V2 = "step-00000001", "step-00000002"
 
 
+WHERE: dict[str, tuple[object, object]] = {}
+
+
 def _started(api: Client, box: Box, version: str, files: dict[str, bytes],
              clause: str = "VER-5.a") -> str:
     """An upload of ``files`` (all PUT) started by ``box``; its id."""
     reply = api.write(box.artifact, box.token, version, declared(files))
     put_files(api, urls_of(reply, clause, "first write"), files, clause, "first write")
+    WHERE[str(reply.body["upload"])] = (reply.body.get("location"), reply.body.get("route"))
     return str(reply.body["upload"])
 
 
@@ -41,6 +45,9 @@ def _join(api: Client, box: Box, version: str, upload: str, files: dict[str, byt
     urls = urls_of(reply, clause, f"write into upload {upload}")
     check_equal(str(reply.body.get("upload")), upload, clause, "the joining write's upload")
     check_equal(sorted(urls), sorted(files), clause, "the joining write's PUT URLs")
+    if upload in WHERE:
+        check_equal((reply.body.get("location"), reply.body.get("route")), WHERE[upload],
+                    clause, "the joining write's location and route (the upload's)")
     put_files(api, urls, files, clause, f"write into upload {upload}")
 
 
@@ -70,6 +77,8 @@ def test_writes_from_another_process_and_threads_join_one_upload_into_one_versio
     commit = expect_ok(o41_api.commit(box.artifact, box.token, upload), "VER-5.a", "commit")
     check_equal(commit.get("version"), V1, "VER-5.a", "the commit's version")
     everything = {n: d for files in ranks for n, d in files.items()}
+    check_equal(commit.get("size"), sum(map(len, everything.values())), "VER-5.a",
+                "the size of the one version (every write's files)")
     expect_version_files(o41_api, box.artifact, V1, everything, "VER-5.a", "the one version")
     listed = [v.get("version") for v in expect_ok(o41_api.list(box.artifact), "VER-5.a",
                                                   "list")["versions"]]

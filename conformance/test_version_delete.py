@@ -71,6 +71,11 @@ def test_deleting_older_versions_takes_them_out_of_read_and_list_at_once(
     state = expect_ok(o41_api.artifact(box.artifact), "VER-7.a", "artifacts/read")
     check_equal((state.get("latest"), state.get("versions")), (V[3], 2), "VER-7.a",
                 "latest and count after the first delete")
+    fork = o41_env.artifact("delete-fork")
+    expect_error(o41_api.open(fork, f"o41://{box.artifact}/{V[1]}", None, "box-f"), 404,
+                 "not_found", "VER-7.a", "a fork from the deleted version")
+    expect_error(o41_api.artifact(fork), 404, "not_found", "VER-7.a",
+                 "the target of the refused fork")
     _deleted(o41_api, box, V[2])
     check_equal(_listed(o41_api, box.artifact, "VER-7.a"), [V[3]], "VER-7.a",
                 "list after the second delete")
