@@ -21,10 +21,11 @@ from conformance.actions import (
     snapshot,
     start_upload,
 )
-from conformance.client import Client, parse_time
+from conformance.client import Client, Trail, parse_time
 from conformance.env import Env
 from conformance.model import Place
 from conformance.rules import check, check_equal
+from conformance.test_read_url_lifetime import _sample
 
 V = [f"step-{n:08d}" for n in range(0, 6)]
 
@@ -128,6 +129,33 @@ def test_urls_given_out_before_a_delete_keep_serving_its_bytes(
                 "the deleted step 1's URLs, ranged")
     check_equal(download(o41_api, resumed), files[2], "VER-7.c",
                 "the resume_from URLs of the deleted step 3")
+
+
+@pytest.mark.rule("VER-7.c")
+def test_urls_given_out_before_a_delete_serve_until_shortly_before_their_claimed_expiry(
+    o41_expiring_env: Env, o41_trail: Trail
+) -> None:
+    """On the expiry target (short URL lifetimes): a URL read before the delete is sampled
+    shortly before its urls_expire_at (or after --max-url-wait), whole and ranged."""
+    env, api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
+    box = open_box(api, env.artifact("delete-expiry"), "box-a")
+    first = make_files({"m.bin": 800}, 78)
+    commit_ok(api, box, V[1], first, "VER-7.c")
+    commit_ok(api, box, V[2], make_files({"m.bin": 10}, 79), "VER-7.c")
+    reply = api.read(box.artifact, V[1], urls=True)
+    body = expect_ok(reply, "VER-7.c", "read with URLs before the delete")
+    claimed = parse_time(body.get("urls_expire_at"))
+    check(claimed is not None, "API-1.c", "a read with urls=1 carries no urls_expire_at")
+    _deleted(api, box, V[1], "VER-7.c")
+    url = body["files"][0]["url"]
+    waited, near_end = _sample(api, reply, claimed, env.max_url_wait)
+    where = "shortly before its urls_expire_at" if near_end else f"{waited:.0f}s later"
+    got = api.fetch(url)
+    check_equal((got.status, got.content == first["m.bin"]), (200, True), "VER-7.c",
+                f"GET of the deleted version's URL {where}")
+    part = api.fetch(url, byte_range=(100, 199))
+    check_equal((part.status, part.content), (206, first["m.bin"][100:200]), "VER-7.c",
+                f"ranged GET of the deleted version's URL {where}")
 
 
 @pytest.mark.rule("VER-7.d")

@@ -4,6 +4,7 @@ refuses (the latest, a fenced token, a read key, a second delete) let through.""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -289,3 +290,31 @@ class DeletedRangesNotFound(DeleteRevokesUrls):
             if revoked:
                 return Response.error(404, "not_found", "the version was deleted")
         return Tracked.handle(self, request, upstream)
+
+
+@mutant
+class DeletedBytesReclaimedSoon(DeleteRevokesUrls):
+    """The bytes of a deleted version are reclaimed a second after the delete, whatever
+    expiry its URLs claimed: a load that began may not complete."""
+
+    name = "ver-deleted-versions-bytes-reclaimed-a-second-after-the-delete"
+    clause = "VER-7.c"
+    summary = "URLs given out before a delete stop serving one second after it"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        if request.kind == "data" and request.method in ("GET", "HEAD"):
+            with self.lock:
+                since = self.state.get("since", {}).get(request.path)
+            if since is not None and time.monotonic() - since > 1.0:
+                return Response.error(404, "not_found", "the bytes were reclaimed")
+        return Tracked.handle(self, request, upstream)
+
+    def later(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        response = super().later(request, response, upstream)
+        if _deleting(request) and response.ok:
+            now = time.monotonic()
+            with self.lock:
+                since = self.state.setdefault("since", {})
+                for path in self.state.get("revoked", set()):
+                    since.setdefault(path, now)
+        return response
