@@ -10,6 +10,7 @@ import pytest
 
 from conformance.actions import (
     Box,
+    download,
     expect_error,
     expect_invisible,
     expect_ok,
@@ -65,6 +66,16 @@ def test_streamed_puts_with_a_length_or_chunked_answer_the_name_size_and_sha256_
     check_equal(commit.get("size"), sum(len(d) for d in files.values()), "VER-6.a",
                 "the version's size")
     expect_version_files(o41_api, box.artifact, V1, files, "VER-6.a", "the streamed version")
+    listed = expect_ok(o41_api.list(box.artifact), "VER-6.a", "list")["versions"]
+    check_equal([(v.get("version"), v.get("size")) for v in listed],
+                [(V1, sum(len(d) for d in files.values()))], "VER-6.a",
+                "the listed size of the streamed version")
+    resume = expect_ok(o41_api.open(box.artifact, "latest", None, "box-b"), "VER-6.a",
+                       "relaunch")["resume_from"] or {}
+    check_equal({f.get("name"): (f.get("size"), f.get("sha256")) for f in resume.get("files")
+                 or []}, {n: (len(d), sha256(d)) for n, d in files.items()}, "VER-6.a",
+                "the relaunch's resume_from files")
+    check_equal(download(o41_api, resume), files, "VER-6.a", "the resume_from bytes")
 
 
 @pytest.mark.rule("VER-6.a", "VER-5.a")
@@ -187,3 +198,23 @@ def test_a_streamed_put_past_the_limit_is_refused_and_replaces_nothing(
     got = o41_api.fetch(m["url"])
     check_equal((got.status, got.content), (200, small["m.bin"]), "VER-6.e",
                 "m.bin after the refused PUTs")
+
+
+@pytest.mark.usage
+@pytest.mark.rule("USAGE-1.a", "VER-6.a")
+def test_usage_counts_the_bytes_streamed_files_received(o41_env: Env, o41_api: Client) -> None:
+    """A streamed file has no declared size: usage counts the bytes its PUT received (once,
+    the last PUT before the commit), beside a declared file's."""
+    box = open_box(o41_api, o41_env.artifact("stream-usage"), "box-a",
+                   o41_env.topology.locations[0])
+    fixed, free = make_files({"d.bin": 30_000}, 32), make_files({"s.bin": 70_000}, 33)
+    upload, urls = _write(o41_api, box, V1, declared(fixed) + streamed(free), "VER-6.a")
+    put_files(o41_api, urls, {**fixed, **free}, "VER-6.a", "write")
+    expect_ok(o41_api.commit(box.artifact, box.token, upload, listing(free)), "USAGE-1.a",
+              "commit")
+    usage = expect_ok(o41_api.usage(box.artifact), "USAGE-1.a", "usage/read")
+    rows = [(t.get("version"), t.get("bytes")) for t in usage.get("transfers") or []
+            if t.get("direction") == "write" and t.get("artifact", box.artifact) == box.artifact]
+    check_equal(rows, [(V1, 100_000)], "USAGE-1.a", "write rows of a declared and a streamed file")
+    local = (usage.get("routes") or {}).get("local") or {}
+    check_equal(local.get("write_bytes"), 100_000, "USAGE-1.a", "local write_bytes")

@@ -18,6 +18,7 @@ from conformance.actions import (
     expect_unchanged,
     make_files,
     open_box,
+    scoped_name,
     snapshot,
     start_upload,
 )
@@ -239,3 +240,16 @@ def test_a_delete_refused_as_latest_leaves_the_version_committed(
     box = open_box(o41_api, box.artifact, "box-c")
     reply = checkpoint(o41_api, box.artifact, box.token, V[1], make_files({"m": 20}, 77))
     expect_error(reply, 409, "version_exists", "VER-2.a", "rewrite of the kept version")
+
+
+@pytest.mark.scoped_key
+@pytest.mark.rule("VER-7.a", "AUTH-3.c")
+def test_a_prefix_scoped_key_deletes_under_its_prefix(o41_env: Env, o41_api: Client) -> None:
+    """A key with write on a prefix deletes there as the main key does (and nowhere else)."""
+    scoped = o41_api.with_key(o41_env.scoped_key)
+    box = open_box(scoped, scoped_name(o41_env, "delete-scoped"), "box-s", rule="AUTH-3.c")
+    for n in (1, 2):
+        commit_ok(scoped, box, V[n], make_files({"m": 16}, 80 + n), "AUTH-3.c")
+    _deleted(scoped, box, V[1])
+    check_equal(_listed(scoped, box.artifact, "VER-7.a"), [V[2]], "VER-7.a",
+                "list after the scoped key's delete")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.mutants.base import Request, Response, Upstream, mutant, ok_or
-from conformance.mutants.tracking import Tracked, artifact_of, key_of, with_key
+from conformance.mutants.tracking import Tracked, artifact_of, body_of, key_of, with_key
 from conformance.mutants.usage_replies import UsageMutant, retotal
 
 KNOWN_CLOUDS = ("aws", "gcp", "azure")
@@ -83,3 +83,94 @@ class UnknownReaderPricedOther(UsageMutant):
         for r in hits:
             r["cost_usd"] = r["bytes"] / 1e9 * OTHER_CROSS_CLOUD
         return retotal(body) if hits else None
+
+
+def _streamed_names(t: Any, artifact: object) -> set[str]:
+    """Names declared by name alone in any upload of ``artifact`` (caller holds the lock)."""
+    return {str(f.get("name")) for up in t.uploads.values() if up.artifact == artifact
+            for f in up.write.get("files") or [] if isinstance(f, dict) and "size" not in f}
+
+
+@mutant
+class StreamedResumeWithoutSizes(Tracked):
+    """A relaunch's ``resume_from`` gives a streamed file the size and sha256 it was
+    declared with (none: 0 and the sha256 of nothing), not what its PUT received."""
+
+    name = "open-resume-from-gives-streamed-files-their-declared-nothing"
+    clause = "OPEN-2.a"
+    summary = "resume_from lists a streamed file with size 0 and the sha256 of no bytes"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = response.json() if response.ok else None
+        resume = body.get("resume_from") if isinstance(body, dict) else None
+        if request.endpoint != "artifacts/open" or not isinstance(resume, dict):
+            return response
+        with self.lock:
+            names = _streamed_names(self.t, resume.get("artifact"))
+        files = resume.get("files") or []
+        if not any(f.get("name") in names for f in files if isinstance(f, dict)):
+            return response
+        empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        resume["files"] = [{**f, "size": 0, "sha256": empty} if f.get("name") in names else f
+                           for f in files]
+        return response.with_json(body)
+
+
+@mutant
+class StreamedBytesNotCounted(UsageMutant, Tracked):
+    """Usage counts a version's declared sizes: a streamed file's bytes (declared by name
+    alone) are left out of its write row and the routes."""
+
+    name = "usage-streamed-files-bytes-not-counted"
+    clause = "USAGE-1.a"
+    summary = "usage's write rows leave out the bytes of streamed files"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        return UsageMutant.handle(self, request, upstream)
+
+    def forward(self, request: Request, upstream: Upstream) -> Response:
+        return Tracked.handle(self, request, upstream)
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        data = response.json() if response.ok else None
+        if request.endpoint == "versions/commit" and isinstance(data, dict):
+            with self.lock:
+                up = self.t.uploads.get(str(body_of(request).get("upload")))
+                if up is not None:
+                    streamed = {str(f.get("name")) for f in up.write.get("files") or []
+                                if isinstance(f, dict) and "size" not in f}
+                    self.state.setdefault("streamed", {})[(up.artifact, data.get(
+                        "version"))] = sum(len(d) for n, d in up.puts.items() if n in streamed)
+        return response
+
+    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
+        with self.lock:
+            lost = dict(self.state.get("streamed", {}))
+        hits = [r for r in body["transfers"] if r.get("direction") == "write"
+                and lost.get((r.get("artifact"), r.get("version")))]
+        for r in hits:
+            n = lost[(r.get("artifact"), r.get("version"))]
+            if r["bytes"]:
+                r["cost_usd"] = r["cost_usd"] * (r["bytes"] - n) / r["bytes"]
+            r["bytes"] -= n
+        return retotal(body) if hits else None
+
+
+@mutant
+class ScopedKeyMayNotDelete(Tracked):
+    """A key scoped to a prefix may write and commit there, but every delete it sends is
+    refused (deletes checked against whole-key write, not the prefix)."""
+
+    name = "auth-prefix-scoped-key-delete-refused"
+    clause = "AUTH-3.c"
+    summary = "a prefix-scoped write key gets 403 on versions/delete under its own prefix"
+
+    def before(self, request: Request, upstream: Upstream) -> Response | None:
+        if request.endpoint != "versions/delete":
+            return None
+        key = key_of(request)
+        with self.lock:
+            scoped = key in self.t.refused_keys and key in self.t.writer_keys
+        if scoped:
+            return Response.error(403, "forbidden", "the key cannot delete")
+        return None
