@@ -9,6 +9,8 @@ hold one token, and nothing but the token and the upload id passes between them.
 from __future__ import annotations
 
 import multiprocessing
+import queue
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -111,12 +113,21 @@ def write_in_process(
     proc = ctx.Process(target=_rank, args=(api.base, api.key, request, dict(files), out),
                        daemon=True)
     proc.start()
+    result: dict[str, Any] | None = None
     try:
-        result: dict[str, Any] = out.get(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while result is None and time.monotonic() < deadline:
+            try:
+                result = out.get(timeout=0.5)
+            except queue.Empty:
+                if not proc.is_alive() and out.empty():
+                    break  # the child died without an answer
     finally:
-        proc.join(timeout=timeout)
+        proc.join(timeout=5)
         if proc.is_alive():
             proc.kill()
+    if result is None:
+        raise RuntimeError(f"the writer process ended ({proc.exitcode}) without an answer")
     api.trail.add(f"(another process) POST /versions/write upload={upload} files="
                   f"{sorted(files)} -> {result['status']}, PUTs {result['puts']}")
     return result
