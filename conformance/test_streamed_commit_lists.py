@@ -98,6 +98,7 @@ def test_a_commit_list_naming_other_files_or_one_twice_is_invalid_and_the_upload
         "a file that is not of the upload": [s, _entry("ghost.bin", b"")],
         "another upload's file": [s, _entry("theirs.bin", theirs["theirs.bin"])],
         "the streamed file twice": [s, s],
+        "the streamed file twice, once with other values": [s, {**s, "size": 1}],
         "the declared file twice": [s, d, d],
         "a name spelled as a path to it": [s, _entry("./s.bin", free["s.bin"])],
     }

@@ -51,7 +51,8 @@ def test_streamed_puts_with_a_length_or_chunked_answer_the_name_size_and_sha256_
     o41_env: Env, o41_api: Client
 ) -> None:
     box = open_box(o41_api, o41_env.artifact("stream"), "box-a")
-    files = make_files({"shards/one.bin": 1000, "two.bin": 777, "empty.bin": 0}, 21)
+    files = make_files({"shards/one.bin": 1000, "two.bin": 777, "empty.bin": 0,
+                        "none.bin": 0}, 21)
     upload, urls = _write(o41_api, box, V1, streamed(files), "VER-6.a")
     check_equal(sorted(urls), sorted(files), "VER-6.a", "the write's PUT URLs")
     one = o41_api.put(urls["shards/one.bin"], files["shards/one.bin"])
@@ -61,6 +62,8 @@ def test_streamed_puts_with_a_length_or_chunked_answer_the_name_size_and_sha256_
     expect_put_answer(two, "two.bin", files["two.bin"], "VER-6.a", "chunked PUT")
     empty = o41_api.put_chunked(urls["empty.bin"], [])
     expect_put_answer(empty, "empty.bin", b"", "VER-6.a", "chunked PUT of no bytes")
+    none = o41_api.put(urls["none.bin"], b"")
+    expect_put_answer(none, "none.bin", b"", "VER-6.a", "PUT of no bytes, Content-Length: 0")
     commit = expect_ok(o41_api.commit(box.artifact, box.token, upload, listing(files)),
                        "VER-6.a", "commit")
     check_equal(commit.get("size"), sum(len(d) for d in files.values()), "VER-6.a",

@@ -21,7 +21,15 @@ from conformance.actions import (
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check, check_equal
-from conformance.uploads import declared, expect_version_files, put_files, urls_of, write_in_process
+from conformance.uploads import (
+    declared,
+    expect_version_files,
+    listing,
+    put_files,
+    streamed,
+    urls_of,
+    write_in_process,
+)
 
 V1, V2 = "step-00000001", "step-00000002"
 
@@ -95,6 +103,10 @@ def test_a_name_declared_twice_in_one_upload_is_refused_and_the_upload_still_com
     box = open_box(o41_api, o41_env.artifact("twice"), "box-a")
     first = make_files({"model.bin": 300}, 1)
     upload = _started(o41_api, box, V1, first, "VER-5.b")
+    log = make_files({"log.txt": 25}, 4)
+    joined = o41_api.write(box.artifact, box.token, V1, streamed(log), upload)
+    put_files(o41_api, urls_of(joined, "VER-5.b", "a streamed file's write"), log, "VER-5.b",
+              "a streamed file's write")
     before = snapshot(o41_api, box.artifact)
     again = make_files({"model.bin": 300}, 2)
     fresh = make_files({"extra.bin": 40}, 3)
@@ -102,14 +114,18 @@ def test_a_name_declared_twice_in_one_upload_is_refused_and_the_upload_still_com
         "the same name in a second write": declared(again),
         "a new name beside the same one": declared(fresh) + declared(again),
         "one new name twice in one write": declared(fresh) + declared(fresh),
+        "the streamed file's name, declared": declared(log),
+        "the streamed file's name, streamed again": streamed(log),
+        "a declared file's name, streamed": streamed(first),
     }
     for what, files in refused.items():
         reply = o41_api.write(box.artifact, box.token, V1, files, upload)
         expect_error(reply, 400, "invalid_argument", "VER-5.b", what)
         expect_unchanged(o41_api, box.artifact, before, "VER-5.b", what)
-    expect_ok(o41_api.commit(box.artifact, box.token, upload), "VER-5.b",
+    expect_ok(o41_api.commit(box.artifact, box.token, upload, listing(log)), "VER-5.b",
               "commit of the upload after the refused writes")
-    expect_version_files(o41_api, box.artifact, V1, first, "VER-5.b", "the committed upload")
+    expect_version_files(o41_api, box.artifact, V1, {**first, **log}, "VER-5.b",
+                         "the committed upload")
 
 
 @pytest.mark.rule("VER-5.c")
@@ -210,6 +226,8 @@ def test_the_commit_needs_the_files_of_every_write(o41_env: Env, o41_api: Client
                  "commit before the second write's file arrived")
     expect_invisible(o41_api, box.artifact, V1, "VER-5.e", "the incomplete upload")
     put_files(o41_api, urls, second, "VER-5.e", "the second write")
+    third = make_files({"c.bin": 70}, 13)
+    _join(o41_api, box, V1, upload, third, "VER-5.e")  # the refused commit left it open
     expect_ok(o41_api.commit(box.artifact, box.token, upload), "VER-5.e", "commit after")
-    expect_version_files(o41_api, box.artifact, V1, {**first, **second}, "VER-5.e",
-                         "the version of both writes")
+    expect_version_files(o41_api, box.artifact, V1, {**first, **second, **third}, "VER-5.e",
+                         "the version of the three writes")

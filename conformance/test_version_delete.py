@@ -179,6 +179,16 @@ def test_refused_deletes_change_nothing(o41_env: Env, o41_api: Client) -> None:
         reply = o41_api.delete(box.artifact, token, version)
         expect_error(reply, status, code, "VER-7.d", f"delete of {what}")
         expect_unchanged(o41_api, box.artifact, before, "VER-7.d", f"delete of {what}")
+    bodies = {
+        "no version": {"artifact": box.artifact, "token": box.token},
+        "version null": {"artifact": box.artifact, "token": box.token, "version": None},
+        "version a number": {"artifact": box.artifact, "token": box.token, "version": 2},
+        "no token": {"artifact": box.artifact, "version": V[2]},
+    }
+    for what, sent in bodies.items():
+        reply = o41_api.call("POST", "/versions/delete", body=sent)
+        expect_error(reply, 400, "invalid_argument", "VER-7.d", f"delete with {what}")
+        expect_unchanged(o41_api, box.artifact, before, "VER-7.d", f"delete with {what}")
     for n in (2, 3):
         body = expect_ok(o41_api.read(box.artifact, V[n], urls=True), "VER-7.d", f"read {V[n]}")
         check_equal(download(o41_api, body), files[n - 1], "VER-7.d", f"bytes of {V[n]}")
