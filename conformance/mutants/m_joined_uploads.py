@@ -261,3 +261,26 @@ class JoinedFilesMustBeListed(Tracked):
                 self.state.setdefault("joins", {}).setdefault(body.get("upload"), set()).update(
                     f.get("name") for f in body.get("files") or [] if isinstance(f, dict))
         return response
+
+
+@mutant
+class RefusedCommitClosesTheUpload(Tracked):
+    """After a commit of an upload is refused (409 incomplete), writes naming the upload
+    get 404: the refused commit closed it to more writers."""
+
+    name = "ver-upload-whose-commit-was-refused-takes-no-more-writes"
+    clause = "VER-5.a"
+    summary = "a write joining an upload whose commit was refused 409 incomplete gets 404"
+
+    def before(self, request: Request, upstream: Upstream) -> Response | None:
+        if not _joining(request):
+            return None
+        with self.lock:
+            closed = body_of(request).get("upload") in self.state.get("closed", set())
+        return Response.error(404, "not_found", "no such open upload") if closed else None
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint == "versions/commit" and error_code(response) == "incomplete":
+            with self.lock:
+                self.state.setdefault("closed", set()).add(body_of(request).get("upload"))
+        return response

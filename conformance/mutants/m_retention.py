@@ -318,3 +318,24 @@ class DeletedBytesReclaimedSoon(DeleteRevokesUrls):
                 for path in self.state.get("revoked", set()):
                     since.setdefault(path, now)
         return response
+
+
+@mutant
+class DeleteWithoutVersionTakesTheOldest(Tracked):
+    """A delete without a version (or with null) deletes the oldest version (a retention
+    sweep's default) instead of 400."""
+
+    name = "ver-delete-without-a-version-deletes-the-oldest"
+    clause = "VER-7.d"
+    summary = "versions/delete with no version deletes the artifact's oldest version"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | None:
+        body = body_of(request)
+        if not _deleting(request) or body.get("version") is not None:
+            return None
+        listed = api_get(upstream, "versions/list", key_of(request),
+                         artifact=str(body.get("artifact")))
+        rows = (listed.json() or {}).get("versions") if listed.ok else None
+        if not rows or len(rows) < 2:
+            return None
+        return request.with_json({**body, "version": rows[0].get("version")})

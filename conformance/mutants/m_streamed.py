@@ -338,3 +338,20 @@ class LatePutChangesTheVersion(StreamBook):
                         reads[urlsplit(f["url"]).path] = (data.get("artifact"),
                                                           data.get("version"), f.get("name"))
         return response
+
+
+@mutant
+class EmptyPutNotStored(StreamBook):
+    """A streamed PUT with ``Content-Length: 0`` answers as if it stored an empty file, but
+    the file stays never uploaded (a body of no bytes taken for no body)."""
+
+    name = "ver-streamed-put-of-no-bytes-with-a-length-not-stored"
+    clause = "VER-6.a"
+    summary = "a streamed file's PUT with Content-Length: 0 answers 200 and stores nothing"
+
+    def before(self, request: Request, upstream: Upstream) -> Response | None:
+        found = self.streamed_put(request)
+        if found is None or request.body or request.header("Content-Length") != "0":
+            return None
+        got = {"name": found[1], "size": 0, "sha256": _sha(b"")}
+        return Response(200, (("Content-Type", "application/json"),)).with_json(got)
