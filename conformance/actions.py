@@ -22,6 +22,7 @@ from conformance.rules import RuleViolation, check
 __all__ = [
     "Box",
     "Upload",
+    "carries_values",
     "commit_ok",
     "expect_outcome",
     "open_box",
@@ -125,11 +126,18 @@ def tampered_url(url: str) -> str:
         i = max(0, len(text) - 3)
         return text[:i] + ("1" if text[i : i + 1] == "0" else "0") + text[i + 1 :]
 
-    if not query:
+    if not carries_values(parts.query):
         return urlunsplit(parts._replace(path=flip(parts.path)))
     i = max(range(len(query)), key=lambda j: len(query[j][1]))
     query[i] = (query[i][0], flip(query[i][1]))
     return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def carries_values(query: str) -> bool:
+    """Whether a URL's query has a part with a value: one that may be a signature. Parts
+    without a value (``place=``) say nothing, and a URL whose query has only such parts
+    carries its signature in its path."""
+    return any(v for _, v in parse_qsl(query, keep_blank_values=True))
 
 
 def ranges(size: int, parts: int) -> list[tuple[int, int]]:
