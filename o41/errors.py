@@ -17,8 +17,9 @@ The hierarchy (exit code of the ``o41`` CLI on the right)::
             ├── HasCheckpoints     has_checkpoints
             ├── NotEmpty           not_empty
             ├── VersionExists      version_exists
-            │   └── Immutable      version_exists        a removal or rename of a committed file
+            │   └── Immutable      version_exists        mv of a committed file, rm of an artifact
             ├── NotAfterLatest     not_after_latest
+            ├── IsLatest           is_latest             a delete of the latest version
             ├── Incomplete         incomplete
             └── Fenced             fenced               8  names who fenced the run
 
@@ -155,6 +156,16 @@ class NotAfterLatest(Conflict):
     code = "not_after_latest"
 
 
+class IsLatest(Conflict, PermissionError):
+    """A delete of the artifact's latest version (VER-7): a run resumes from it, so it stays.
+
+    A ``PermissionError`` too, as a bucket's refused delete is, so a retention loop that
+    logs and goes on (torchtitan's purge thread) does so here.
+    """
+
+    code = "is_latest"
+
+
 class Incomplete(Conflict):
     code = "incomplete"
 
@@ -202,6 +213,7 @@ _BY_CODE: dict[str, type[ApiError]] = {
         NotEmpty,
         VersionExists,
         NotAfterLatest,
+        IsLatest,
         Incomplete,
         Fenced,
     )
@@ -234,7 +246,7 @@ CODES: tuple[str, ...] = tuple(_BY_CODE)
 
 __all__ = [
     "CODES", "ApiError", "ConfigError", "Conflict", "ExitCode", "Fenced", "Forbidden",
-    "HasCheckpoints", "Immutable", "Incomplete", "IntegrityError", "InvalidArgument",
+    "HasCheckpoints", "Immutable", "Incomplete", "IntegrityError", "InvalidArgument", "IsLatest",
     "NotAfterLatest", "NotEmpty", "NotFound", "O41Error", "PayloadTooLarge", "ServerError",
     "TransportError", "Unauthenticated", "VersionExists", "from_response",
 ]

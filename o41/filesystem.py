@@ -30,7 +30,7 @@ from typing import Any
 from fsspec.spec import AbstractFileSystem
 from fsspec.utils import isfilelike
 
-from . import fsrun
+from . import fsretain, fsrun
 from .api import ApiClient
 from .config import Place, Settings
 from .errors import ConfigError, NotFound, TransportError
@@ -86,12 +86,28 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
 
     # -- paths ------------------------------------------------------------------------------
 
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> Any:
+        """``o41://P/N/x`` -> ``P/N/x``; also ``o41:/P/N/x``, which ``pathlib`` makes of a URL
+        (Ray Train joins its ``storage_path`` with ``Path(...).as_posix()``)."""
+        if isinstance(path, str) and path.startswith("o41:/") and path[5:6] != "/":
+            path = "o41://" + path[5:]
+        return super()._strip_protocol(path)
+
     def _split(self, path: str) -> O41Path:
         """The parsed path; under ``mode="write"`` the first touch of an artifact opens it."""
         found = parse(self._strip_protocol(path))
         if self.mode == "write":
             self.run(found.artifact)
         return found
+
+    def _commit_step(self, key: Any, held: bool = False) -> Version | None:
+        """Commit a step (``o41.fswrite``); then the deletes that waited for a later step
+        (``o41.fsretain``: the latest is deleted once it is not the latest)."""
+        version = super()._commit_step(key, held)
+        if version is not None:
+            fsretain.after_commit(self, key[0])
+        return version
 
     # -- reading ----------------------------------------------------------------------------
 

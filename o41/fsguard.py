@@ -6,16 +6,18 @@ written and staged: a DCP save of 10 GB into ``step-00000100`` that a previous l
 committed would stage 10 GB, then fail. So the first file this process writes into a step
 asks the artifact once (one GET per step, not per file) and is refused at its open.
 
-Removals: an s3fs user's ``fs.rm`` deletes; here committed versions are immutable, so it is
-refused as ``o41.Immutable`` (a ``PermissionError`` with code ``version_exists``), and a
-path that names nothing is a ``FileNotFoundError``, as on s3fs.
+Removals: an s3fs user's ``fs.rm`` deletes, and so does this one, within the contract's
+retention rule (VER-7): a committed version other than the latest is deleted, the latest is
+refused with ``o41.IsLatest``, and a path that names nothing is a ``FileNotFoundError``, as
+on s3fs (``o41.fsretain``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import Immutable, NotAfterLatest, NotFound, VersionExists
+from . import fsretain
+from .errors import NotAfterLatest, NotFound, VersionExists
 from .fsstage import StepKey
 
 
@@ -65,14 +67,9 @@ def _holding(files: list[str]) -> str:
 
 
 def refuse_removal(fs: Any, path: str) -> None:
-    """The error ``rm`` of a path that is not staged gets: immutable, or not found."""
-    if not fs.exists(path):
-        raise FileNotFoundError(f"{path}: no such file, version or artifact")
-    where = fs._split(path)
-    fs._refuse_if_fenced(where.artifact)
-    what = "its versions are" if where.version is None and not where.name else "it is"
-    raise Immutable(f"{path}: committed, and {what} immutable (version_exists, VER-2): "
-                    "o41 keeps every committed version; nothing was removed", status=409)
+    """``rm`` of a path that is not staged: a committed version is deleted, or the removal
+    refused, as ``o41.fsretain`` tells (VER-7); a path that names nothing is not found."""
+    fsretain.remove(fs, path)
 
 
 __all__ = ["check_new_step", "refuse_removal"]

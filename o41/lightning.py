@@ -24,8 +24,9 @@ changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint
   (``not_after_latest``): its saves could never commit (VER-3).
 - **``save_last="link"``**: the version is the link (``last_model_path`` names the linked
   checkpoint); **``AsyncCheckpointIO``**: ``o41.lightning_async``.
-- **Top-k deletes keep versions.** Versions are immutable (VER-2), and a run must never lose
-  the checkpoint it resumed from (Lightning issue 21813): the delete is logged and skipped.
+- **Top-k deletes delete versions** (``o41.fsretain``, VER-7): a version goes once none of
+  its files is reached at the top any more; the latest never does (a run must never lose the
+  checkpoint it resumes from: Lightning issue 21813), it waits for the next commit.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Any
 
 import fsspec
 
-from .errors import ConfigError, NotAfterLatest, VersionExists
+from .errors import ConfigError, Immutable, IsLatest, NotAfterLatest, VersionExists
 from .fspaths import parse
 from .lightning_async import mend_async
 from .lightning_steps import begin, flush, saving, targets
@@ -99,8 +100,10 @@ def _mend_checkpoint(cls: Any) -> None:
     def _remove_checkpoint(self: Any, trainer: Any, filepath: str) -> None:
         if _o41(self) is None or not str(filepath).startswith("o41://"):
             return remove(self, trainer, filepath)
-        log.info("o41: kept %s: committed versions are immutable, and a run keeps what it "
-                 "resumed from", filepath)
+        try:  # o41.fsretain: the version goes once nothing at the top reaches it
+            return remove(self, trainer, filepath)
+        except (IsLatest, Immutable) as exc:
+            log.info("o41: kept %s: %s", filepath, exc)
 
     cls._find_last_checkpoints = _find_last_checkpoints
     cls._remove_checkpoint = _remove_checkpoint

@@ -151,7 +151,7 @@ def test_staging_left_by_a_killed_process_is_reclaimed_at_the_next_start(
     assert not left.exists() and mine.exists()
 
 
-@pytest.mark.parametrize("version", ["step-٠٠٠٠٠٠٠٥", "step-0000000５", "step-5"])
+@pytest.mark.parametrize("version", ["step-٠٠٠٠٠٠٠٥", "step-0000000５", "step-123456789"])
 def test_version_names_take_ascii_digits_only(o41_emulator: Emulator, o41_location: str,
                                               version: str) -> None:
     with pytest.raises(ValueError):

@@ -27,7 +27,7 @@ def launch(emu: Emulator, location: str, *args: str):
 
 def test_first_launch_starts_at_zero_and_each_save_is_one_version_with_last_ckpt(
         o41_emulator: Emulator, o41_location: str) -> None:
-    run = launch(o41_emulator, o41_location, "--steps", "10", "--every", "5")
+    run = launch(o41_emulator, o41_location, "--steps", "10", "--every", "5", "--top-k", "-1")
     assert run.wait_line(r"^resumed-at (\d+)").group(1) == "0"
     assert run.finish() == 0, run.output()
     found = versions(o41_emulator.api, o41_emulator.key, o41_location)
