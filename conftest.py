@@ -66,10 +66,16 @@ SLOW_EXAMPLES = ("pytest conformance --target http",)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Mark the slow doc examples at collection, before `-m` selects."""
-    parsed = getattr(getattr(item, "example", None), "parsed", None)
-    if isinstance(parsed, str) and any(cmd in parsed for cmd in SLOW_EXAMPLES):
-        item.add_marker(pytest.mark.slow)
+    """Mark the slow doc examples at collection, before `-m` selects. A block under a skip
+    directive is never marked: `-m slow` would leave the directive out and run the block."""
+    example = getattr(item, "example", None)
+    parsed = getattr(example, "parsed", None)
+    if not isinstance(parsed, str) or not any(cmd in parsed for cmd in SLOW_EXAMPLES):
+        return
+    above = example.document.text[:example.start].rstrip()
+    if above.endswith("-->") and re.match(r"<!--\s*skip:", above[above.rfind("<!--"):]):
+        return
+    item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(trylast=True)
