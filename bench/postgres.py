@@ -47,11 +47,15 @@ def _free_port() -> int:
 class Postgres:
     """One cluster in a temporary directory; `database()` makes a fresh database's URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, durable: bool = False) -> None:
+        """`durable`: commits survive a crash (an immediate restart); the default trades
+        that for speed, as throwaway test clusters may."""
+        self.durable = durable
         self.dir = Path(tempfile.mkdtemp(prefix="o41-pg-"))
         self.data = self.dir / "data"
         self.log = self.dir / "server.log"
         self.port = 0
+        self.options = ""
         self._as_root = os.geteuid() == 0
 
     def _run(self, *argv: str) -> None:
@@ -72,17 +76,24 @@ class Postgres:
                   "--auth=trust", "--no-locale", "-E", "UTF8", "--no-sync")
         for attempt in range(5):
             self.port = _free_port()
-            options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
-                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                       "-c max_connections=500")
+            fast = ("" if self.durable else
+                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off ")
+            self.options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
+                            f"{fast}-c max_connections=500")
             try:
                 self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log),
-                          "-w", "-t", "60", "-o", options, "start")
+                          "-w", "-t", "60", "-o", self.options, "start")
                 return self
             except PostgresError:
                 if attempt == 4:
                     raise
         return self
+
+    def restart(self, mode: str = "fast") -> None:
+        """Restart the server on its port: `fast` ends sessions politely, `immediate` as a
+        crash does (recovery at start-up)."""
+        self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-m", mode,
+                  "-w", "-t", "60", "-o", self.options, "restart")
 
     def url(self, name: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"

@@ -22,6 +22,7 @@ from conformance.rules import RuleViolation, check
 __all__ = [
     "Box",
     "Upload",
+    "carries_values",
     "commit_ok",
     "expect_outcome",
     "open_box",
@@ -125,11 +126,18 @@ def tampered_url(url: str) -> str:
         i = max(0, len(text) - 3)
         return text[:i] + ("1" if text[i : i + 1] == "0" else "0") + text[i + 1 :]
 
-    if not query:
+    if not carries_values(parts.query):
         return urlunsplit(parts._replace(path=flip(parts.path)))
     i = max(range(len(query)), key=lambda j: len(query[j][1]))
     query[i] = (query[i][0], flip(query[i][1]))
     return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def carries_values(query: str) -> bool:
+    """Whether a URL's query has a part with a value: one that may be a signature. Parts
+    without a value (``place=``) say nothing, and a URL whose query has only such parts
+    carries its signature in its path."""
+    return any(v for _, v in parse_qsl(query, keep_blank_values=True))
 
 
 def ranges(size: int, parts: int) -> list[tuple[int, int]]:
@@ -338,7 +346,7 @@ def scoped_prefixes(env: Any) -> tuple[str, str | None]:
     scoped = getattr(env, "scoped", None)
     if scoped is not None:
         return scoped.write_prefix, getattr(scoped, "read_prefix", None)
-    return f"{env.prefix}/w-", f"{env.prefix}/r-"
+    return f"{env.prefix}-w/", f"{env.prefix}/r-"
 
 
 def scoped_name(env: Any, slug: str, access: str = "write") -> str:
@@ -364,6 +372,12 @@ def names_just_outside(env: Any, salt: str) -> list[str]:
         write[:-1] + salt,
         write.rstrip("-_.") or write,
     ]
+    if write.endswith("/"):
+        # A project grant (``teamb/``): the projects that start with its name but are not it
+        # (``teamb2x/``, ``teambx/``), which a grant matched without its slash would reach.
+        project = write[:-1]
+        candidates += [f"{project}2x/{salt}", f"{project}x/{salt}", f"{project}-/{salt}",
+                       f"{project[:-1]}/{salt}" if len(project) > 1 else ""]
     inside = tuple(p for p in (write, read) if p)
     return [
         n

@@ -26,6 +26,18 @@ RULES: dict[str, str] = {
     "VER-2": "Committed versions are immutable: committing an existing name gets 409.",
     "VER-3": "A new version's step must exceed the latest's: 409 not_after_latest.",
     "VER-4": "A commit needs every declared file uploaded exactly, else 409 incomplete.",
+    "VER-5": (
+        "One upload, many writers: writes naming an upload add files to it; names once per "
+        "upload; unknown or committed 404, other version 400, older epoch 409 fenced."
+    ),
+    "VER-6": (
+        "Streamed files: a name alone, PUT answers size and sha256; the commit lists them "
+        "(409 incomplete, 400 for names not of the upload); 400 before 404 before 409."
+    ),
+    "VER-7": (
+        "Retention: the newest holder deletes a committed version that is not the latest; "
+        "it leaves read, list and placements, its step is never reused."
+    ),
     "READ-1": "version=latest is the highest committed step, from any place; unknown is 404.",
     "READ-2": "urls=1 gives URLs a plain GET downloads; the bytes match sha256.",
     "READ-3": "URLs honour Range; parallel ranged GETs reassemble the file exactly.",
@@ -195,6 +207,73 @@ CLAUSES: dict[str, str] = {
         "A declared size over the limit, or a PUT body longer than declared, gets 413 "
         "payload_too_large."
     ),
+    "VER-5.a": (
+        "Any process holding the token adds files to an open upload with a write that names "
+        "it (same artifact, same version): the write answers their PUT URLs and the same "
+        "upload, and one commit makes one version of every file of every write."
+    ),
+    "VER-5.b": (
+        "A file name declared twice in one upload, in one write or across writes, gets 400 "
+        "invalid_argument, and the upload is unchanged (its files and bytes stay, and it "
+        "still commits)."
+    ),
+    "VER-5.c": (
+        "A write naming an unknown upload, a committed one, or one of another artifact gets "
+        "404 not_found; an upload of another version gets 400 invalid_argument."
+    ),
+    "VER-5.d": (
+        "A write into an upload with a token older than the artifact's epoch, or into an "
+        "upload started under an older epoch (even with the newest token), gets 409 fenced; "
+        "so does the commit of such an upload."
+    ),
+    "VER-5.e": (
+        "The commit covers every file declared into the upload by any write and needs all "
+        "of them: one not uploaded gets 409 incomplete."
+    ),
+    "VER-6.a": (
+        "A file declared by name alone gets a PUT URL; its PUT, with a Content-Length or "
+        "chunked, answers 200 {name, size, sha256} of the bytes it received."
+    ),
+    "VER-6.b": (
+        "A later PUT of a streamed file before the commit replaces the earlier one; a PUT "
+        "after the commit never changes the version."
+    ),
+    "VER-6.c": (
+        "A commit whose files misses a streamed file, lists one never uploaded, or gives a "
+        "file other size/sha256 than declared or received gets 409 incomplete; nothing "
+        "becomes visible, and the upload can then be committed with the right list."
+    ),
+    "VER-6.d": (
+        "A commit whose files names a file that is not of the upload, or one name twice, "
+        "gets 400 invalid_argument; nothing becomes visible, and the upload can then be "
+        "committed."
+    ),
+    "VER-6.e": (
+        "A streamed file's PUT past the implementation's limit gets 413 payload_too_large "
+        "and replaces nothing (an earlier PUT's bytes stay the file's)."
+    ),
+    "VER-6.f": (
+        "Where a write, commit or delete is wrong in several ways, a 400 comes before a 404, "
+        "and a 404 before a 409 (401/403 come first, as always)."
+    ),
+    "VER-7.a": (
+        "The holder of the newest epoch deletes a committed version that is not the latest "
+        "(versions/delete answers artifact, version, deleted_at), and at once it is 404 to "
+        "versions/read, gone from versions/list and from usage placements."
+    ),
+    "VER-7.b": (
+        "A deleted version's step is never reused: writing or committing it again gets 409 "
+        "not_after_latest."
+    ),
+    "VER-7.c": (
+        "Signed URLs given out before a delete keep serving that version's exact bytes until "
+        "the expiry their reply claimed."
+    ),
+    "VER-7.d": (
+        "Deleting the latest gets 409 is_latest; with an older token 409 fenced; an unknown "
+        "or deleted version 404 not_found; a key without write 403; a malformed version 400; "
+        "each changes nothing."
+    ),
     "READ-1.a": (
         "version=latest (also when version is omitted) is the committed version with the "
         "highest step, whatever the reader's place and wherever the versions are located."
@@ -298,5 +377,11 @@ CLAUSES: dict[str, str] = {
     "API-1.g": (
         "An open answers artifact, epoch, token, holder, fenced, resume_from, write_location "
         "{cloud, region, route} and warnings, a list of strings."
+    ),
+    "API-1.h": (
+        "An artifact name part is 1 to 128 letters, digits, ., _, - and starts with a letter "
+        "or digit: -run, _run, .run, ..run, ., .. and a 129-character part get 400 "
+        "invalid_argument from every call that names an artifact; one-character parts, "
+        "128-character parts and a.-_z are accepted."
     ),
 }

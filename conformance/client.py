@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
@@ -269,13 +269,34 @@ class Client:
             body["holder"] = holder
         return self.call("POST", "/artifacts/open", body=body)
 
-    def write(self, artifact: str, token: str, version: str, files: list[dict[str, Any]]) -> Reply:
-        body = {"artifact": artifact, "token": token, "version": version, "files": files}
+    def write(
+        self,
+        artifact: str,
+        token: str,
+        version: str,
+        files: list[dict[str, Any]],
+        upload: str | None = None,
+    ) -> Reply:
+        """``/versions/write``; with ``upload`` the files join that upload (VER-5)."""
+        body: dict[str, Any] = {"artifact": artifact, "token": token, "version": version,
+                                "files": files}
+        if upload is not None:
+            body["upload"] = upload
         return self.call("POST", "/versions/write", body=body)
 
-    def commit(self, artifact: str, token: str, upload: str) -> Reply:
-        body = {"artifact": artifact, "token": token, "upload": upload}
+    def commit(
+        self, artifact: str, token: str, upload: str, files: list[dict[str, Any]] | None = None
+    ) -> Reply:
+        """``/versions/commit``; ``files`` lists what the writers wrote (VER-6)."""
+        body: dict[str, Any] = {"artifact": artifact, "token": token, "upload": upload}
+        if files is not None:
+            body["files"] = files
         return self.call("POST", "/versions/commit", body=body)
+
+    def delete(self, artifact: str, token: str, version: str) -> Reply:
+        """``/versions/delete`` (VER-7)."""
+        body = {"artifact": artifact, "token": token, "version": version}
+        return self.call("POST", "/versions/delete", body=body)
 
     def read(
         self,
@@ -314,19 +335,30 @@ class Client:
         method: str = "GET",
         byte_range: tuple[int, int] | None = None,
         data: bytes | None = None,
+        chunks: Iterable[bytes] | None = None,
     ) -> Reply:
-        """A plain request to a signed URL: no Authorization header, as the page's snippet."""
+        """A plain request to a signed URL: no Authorization header, as the page's snippet.
+        ``chunks`` sends the body with ``Transfer-Encoding: chunked`` (no Content-Length)."""
         headers = {}
         if byte_range is not None:
             headers["Range"] = f"bytes={byte_range[0]}-{byte_range[1]}"
         full = self.absolute(url)
-        resp = _send(method, full, headers=headers, data=data, deadline=self.timeout)
+        body: Any = data
+        if chunks is not None:
+            parts = list(chunks)
+            body = iter(parts)
+        resp = _send(method, full, headers=headers, data=body, deadline=self.timeout)
         split = urlsplit(full)
         shown = split.path + (f" {headers['Range']}" if headers else "")
         if data is not None:
             shown += f" ({len(data)} bytes)"
+        if chunks is not None:
+            shown += f" (chunked, {sum(len(p) for p in parts)} bytes)"
         parsed: Any = None
-        if resp.status_code >= 400 and "json" in resp.headers.get("Content-Type", ""):
+        # A PUT answers JSON (a streamed file's {name, size, sha256}), whatever Content-Type
+        # it gives; a GET's body is a file's bytes, so only its errors are parsed.
+        if method == "PUT" or (resp.status_code >= 400
+                               and "json" in resp.headers.get("Content-Type", "")):
             try:
                 parsed = resp.json()
             except ValueError:
@@ -337,3 +369,7 @@ class Client:
 
     def put(self, url: str, data: bytes) -> Reply:
         return self.fetch(url, method="PUT", data=data)
+
+    def put_chunked(self, url: str, chunks: Iterable[bytes]) -> Reply:
+        """A PUT whose body is sent chunked, without a Content-Length (VER-6.a)."""
+        return self.fetch(url, method="PUT", chunks=chunks)

@@ -32,6 +32,7 @@ FEATURES: dict[str, str] = {
     "scoped_read": "a read-only prefix of the scoped key (--scoped-read-prefix PREFIX)",
     "url_expiry": "signed URLs that expire within --max-url-wait seconds",
     "fallback": "a fallback location for clouds without one (--fallback PLACE, not 'none')",
+    "size_limit": "a file size limit no higher than --max-put-bytes N (spawn: 8 MiB)",
 }
 
 _DEFAULT: Any = object()
@@ -79,6 +80,8 @@ class Env:
     spawned: bool = False
     faults: tuple[str, ...] = ()
     max_url_wait: float = 10.0
+    #: The largest body the suite sends past the target's file size limit (VER-6.e).
+    max_put_bytes: int = 16 << 20
     seed: int = 0
     #: Added to every name when ``prefix`` is not unique to the run (given by ``--prefix``).
     run_tag: str = ""
@@ -170,6 +173,8 @@ class Env:
             return False, "optional capability: the target has no fallback (--fallback none)"
         if feature == "url_expiry":
             return True, "measured by the expiry test from urls_expire_at"
+        if feature == "size_limit":
+            return True, "measured by the streamed-limit test from declared sizes"
         raise KeyError(feature)
 
     def note(self, feature: str, available: bool, reason: str) -> None:

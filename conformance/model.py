@@ -330,11 +330,12 @@ class Model:
     def predict_write(
         self, artifact: str, token_epoch: int, version: str, files: list[FileSpec]
     ) -> WriteOutcome:
-        """The outcome of ``POST /versions/write`` (FENCE-2, VER-1/2/3)."""
-        if self.is_fenced(artifact, token_epoch):
-            return WriteOutcome(now=(409, "fenced", "FENCE-2"))
+        """The outcome of ``POST /versions/write`` (FENCE-2, VER-1/2/3): a malformed name
+        is 400 before a fenced token's 409 (VER-6.f)."""
         if parse_step(version) is None or not all(valid_file_name(f.name) for f in files):
             return WriteOutcome(now=(400, "invalid_argument", "VER-1"))
+        if self.is_fenced(artifact, token_epoch):
+            return WriteOutcome(now=(409, "fenced", "FENCE-2"))
         return WriteOutcome(later=self._version_conflict(artifact, version))
 
     def predict_commit(

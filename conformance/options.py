@@ -96,6 +96,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="longest URL lifetime the expiry test waits out (seconds)",
     )
     g.addoption(
+        "--max-put-bytes",
+        type=int,
+        default=16 << 20,
+        metavar="N",
+        help="largest body the suite sends to go past the target's file size limit; a "
+        "target whose limit is higher skips the streamed-limit test (size_limit)",
+    )
+    g.addoption(
         "--emulator-fault",
         action="append",
         default=[],

@@ -22,6 +22,7 @@ CODE_RULE = {
     "forbidden": "AUTH-2.a",
     "unauthenticated": "AUTH-1.a",
     "payload_too_large": "VER-4.e",
+    "is_latest": "VER-7.d",
 }
 OK_RULE = {
     "open": "OPEN-1.a",

@@ -86,6 +86,7 @@ STATUS_OF = {
     "version_exists": 409,
     "not_after_latest": 409,
     "incomplete": 409,
+    "is_latest": 409,
     "payload_too_large": 413,
 }
 _SIZE = re.compile(r"(\d+)\s*(B|KB|MB|KiB|MiB)?")

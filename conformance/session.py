@@ -61,6 +61,13 @@ SECRET_ENV = {
 }
 
 
+def spawn_write_prefix(project: str) -> str:
+    """The write grant of a spawned emulator's scoped key: a whole project of its own,
+    ``<project>-w/``, so that names beside it (``<project>-w2x/...``, the grant matched
+    without its slash) are tested as well as names beside the run's own project."""
+    return f"{project}-w/"
+
+
 def secret(config: Any, name: str) -> str | None:
     """A key option's value: the command line's, else its environment variable's."""
     return config.getoption(name) or os.environ.get(SECRET_ENV[name]) or None
@@ -96,7 +103,8 @@ def spawn(
         workdir,
         faults=_opt(config, "emulator_fault"),
         config=emulator_config(
-            SPAWN_READ_KEY, SPAWN_SCOPED_KEY, f"{prefix}/w-", f"{prefix}/r-", url_lifetime
+            SPAWN_READ_KEY, SPAWN_SCOPED_KEY, spawn_write_prefix(prefix), f"{prefix}/r-",
+            url_lifetime
         ),
         command=_opt(config, "emulator_command"),
     )
@@ -128,7 +136,7 @@ def open_target(config: Any, names: RunNames, seed: int, workdir: Path) -> Env:
         key = _opt(config, "api_key") or proc.key or "ak_local"
         read_key = read_key or SPAWN_READ_KEY
         if not scoped_arg:
-            scoped_arg = f"{SPAWN_SCOPED_KEY}={names.prefix}/w-"
+            scoped_arg = f"{SPAWN_SCOPED_KEY}={spawn_write_prefix(names.prefix)}"
             read_prefix = f"{names.prefix}/r-"
     secrets = config.stash.get(SECRETS, None)
     if secrets is not None:
@@ -146,6 +154,7 @@ def open_target(config: Any, names: RunNames, seed: int, workdir: Path) -> Env:
         spawned=spawned,
         faults=tuple(_opt(config, "emulator_fault")),
         max_url_wait=_opt(config, "max_url_wait"),
+        max_put_bytes=_opt(config, "max_put_bytes"),
         seed=seed,
         run_tag=names.tag,
         has_fallback=has_fallback,

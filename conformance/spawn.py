@@ -20,7 +20,11 @@ from pathlib import Path
 
 import requests
 
-__all__ = ["SpawnError", "SpawnedEmulator", "emulator_config"]
+__all__ = ["SPAWN_MAX_FILE_SIZE", "SpawnError", "SpawnedEmulator", "emulator_config"]
+
+#: The file size limit of a spawned emulator: above every file the suite writes (3 MB at
+#: most), low enough for the suite to send a body past it (--max-put-bytes).
+SPAWN_MAX_FILE_SIZE = 8 << 20
 
 _LISTENING = re.compile(r"listening on (http://\S+)")
 _KEY = re.compile(r"O41_ARTIFACTS_API_KEY=(\S+)")
@@ -42,7 +46,9 @@ def emulator_config(
     as long as their URLs, so the main run keeps the default lifetime and never races a
     clock). The suite then gets these keys exactly as ``--read-key`` and ``--scoped-key``
     would hand them over for a URL target."""
-    lifetime = f"url_lifetime = {int(url_lifetime)}\n\n" if url_lifetime else ""
+    lifetime = f"url_lifetime = {int(url_lifetime)}\n" if url_lifetime else ""
+    # A file size limit the suite can go past (VER-6.e) while every file it writes fits.
+    lifetime += f"max_file_size = {SPAWN_MAX_FILE_SIZE}\n\n"
     scopes = [f'{{ prefix = "{write_prefix}", access = "write" }}']
     if read_prefix:
         scopes.append(f'{{ prefix = "{read_prefix}", access = "read" }}')

@@ -26,6 +26,7 @@ ENDPOINTS: dict[str, Callable[[Client, str], Reply]] = {
     "open": lambda c, a: c.open(a, "latest", None, "box-x"),
     "write": lambda c, a: c.write(a, "tk_whatever", "step-00000001", _SPEC),
     "commit": lambda c, a: c.commit(a, "tk_whatever", "up_whatever"),
+    "delete": lambda c, a: c.delete(a, "tk_whatever", "step-00000001"),
     "versions-read": lambda c, a: c.read(a),
     "versions-list": lambda c, a: c.list(a),
     "artifacts-read": lambda c, a: c.artifact(a),

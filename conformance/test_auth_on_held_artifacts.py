@@ -53,6 +53,7 @@ def _endpoints(h: Held) -> dict[str, Callable[[Client], Reply]]:
         "open": lambda c: c.open(h.artifact, "latest", None, "intruder"),
         "write": lambda c: c.write(h.artifact, h.token, "step-00000009", h.specs),
         "commit": lambda c: c.commit(h.artifact, h.token, h.upload),
+        "delete": lambda c: c.delete(h.artifact, h.token, "step-00000001"),
         "versions-read": lambda c: c.read(h.artifact),
         "versions-read-named": lambda c: c.read(h.artifact, "step-00000001", urls=True),
         "versions-read-no-version": lambda c: c.read(h.artifact, None),
@@ -95,7 +96,7 @@ def test_read_key_reads_everything_of_a_held_artifact(
     """AUTH-3.a: the read key reads, lists, reads usage; write and commit are 403."""
     held = _held(o41_env, o41_api, "auth-reader")
     for endpoint, call in _endpoints(held).items():
-        if endpoint in ("open", "write", "commit"):
+        if endpoint in ("open", "write", "commit", "delete"):
             expect_error(call(o41_reader), 403, "forbidden", "AUTH-3", f"{endpoint}, read key")
         elif endpoint != "usage-read" or o41_env.capability("usage")[0]:
             expect_ok(call(o41_reader), "AUTH-3", f"{endpoint} with the read key")
@@ -137,7 +138,7 @@ def test_scoped_writer_reads_its_own_after_a_refusal(o41_env: Env, o41_api: Clie
     expect_error(scoped.open(outside.artifact), 403, "forbidden", "AUTH-3", "open outside")
     held = _held(o41_env, scoped, "own", artifact=name)
     for endpoint, call in _endpoints(held).items():
-        if endpoint in ("open", "write", "commit"):
+        if endpoint in ("open", "write", "commit", "delete"):
             continue
         if endpoint == "usage-read" and not o41_env.capability("usage")[0]:
             continue

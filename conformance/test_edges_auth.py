@@ -41,6 +41,7 @@ def _calls(box: Box, upload: str) -> dict[str, Call]:
         "open": lambda c: c.open(name, "latest", None, "box-x"),
         "write": lambda c: c.write(name, box.token, "step-00000050", specs),
         "commit": lambda c: c.commit(name, box.token, upload),
+        "delete": lambda c: c.delete(name, box.token, "step-00000001"),
         "versions-read": lambda c: c.read(name, "step-00000001", urls=True),
         "versions-read-default": lambda c: c.read(name, None),
         "versions-list": lambda c: c.list(name),

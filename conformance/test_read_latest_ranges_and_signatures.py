@@ -11,6 +11,7 @@ import pytest
 
 from conformance.actions import (
     Box,
+    carries_values,
     commit_ok,
     expect_error,
     expect_ok,
@@ -148,7 +149,7 @@ def _with_signature(url: str, change) -> str:  # noqa: ANN001
     a URL may be one opaque path) passed through ``change``."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    if not query:
+    if not carries_values(parts.query):
         head, _, last = parts.path.rpartition("/")
         return urlunsplit(parts._replace(path=f"{head}/{change(last)}"))
     i = max(range(len(query)), key=lambda j: len(query[j][1]))

@@ -66,19 +66,24 @@ def respelled(url: str, old: str, new: str) -> set[str]:
 
 
 def cut_down(url: str) -> list[tuple[str, str]]:
-    """``url`` with each query parameter, the whole query, and each path segment left out,
-    and with its path changed by one slash (appended, or its last one doubled)."""
+    """``url`` with each query parameter that carries a value, the whole query (when one
+    does), and each path segment left out, and with its path changed by one slash
+    (appended, or its last one doubled)."""
     parts = urlsplit(url)
     head, _, leaf = parts.path.rpartition("/")
     out = [("path with a slash appended", urlunsplit(parts._replace(path=parts.path + "/"))),
            ("path with its last slash doubled",
             urlunsplit(parts._replace(path=f"{head}//{leaf}")))]
     params = [p for p in parts.query.split("&") if p]
-    for i, p in enumerate(params):
+    # A part without a value (``place=``, or ``place``) says nothing: leaving it out gives a
+    # URL of the same meaning, which may rightly serve the same bytes. Only parts that carry
+    # a value are left out.
+    valued = [i for i, p in enumerate(params) if p.partition("=")[2]]
+    for i in valued:
         rest = "&".join(params[:i] + params[i + 1 :])
-        what = f"query part {p.split('=')[0]!r} left out"
+        what = f"query part {params[i].split('=')[0]!r} left out"
         out.append((what, urlunsplit(parts._replace(query=rest))))
-    if params:
+    if valued:
         out.append(("the whole query left out", urlunsplit(parts._replace(query=""))))
     segments = parts.path.split("/")
     for i, seg in enumerate(segments):

@@ -4,30 +4,19 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Mapping
 
 from flask import Flask, Response, g, request
 
 from .backend import Backend
 from .config import Settings, settings_from
-from .errors import Unavailable
 from .origins import Guard
+from .policy import Policy
 from .upkeep import prepare_storage
 from .web import admin, api, api_document, dashboard, dataplane, error_bodies
+from .web.context import apply_chaos
 
 log = logging.getLogger("o41.emulator")
-
-
-def _apply_chaos(backend: Backend, operation: str) -> None:
-    effect = backend.chaos.effect(backend.conn(), operation)
-    if effect is None:
-        return
-    if effect.latency_ms:
-        time.sleep(effect.latency_ms / 1000)
-    if effect.status:
-        raise Unavailable(f"{operation} failed by a chaos rule", effect.status)
-    g.cut_after_bytes = effect.cut_after_bytes
 
 
 # C0 and C1 controls, DEL, and the Unicode line and paragraph separators: anything a
@@ -59,15 +48,17 @@ def _subject_of_request() -> str:
     return " ".join(str(p) for p in parts if p is not None)
 
 
-def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True) -> Flask:
+def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True,
+               policy: Policy | None = None) -> Flask:
     """Build an emulator app on `config` (Settings, or a mapping of Settings fields; an
     unknown name or a mistyped value is a ValueError).
 
     `prepare=False` skips the schema, the keys and bucket creation when a server's master
-    process has done them already.
+    process has done them already. `policy` says how the rules behave; by default the
+    contract's, less the settings' deliberate `faults`.
     """
     settings = config if isinstance(config, Settings) else settings_from(config or {})
-    backend = Backend(settings, prepared=not prepare)
+    backend = Backend(settings, prepared=not prepare, policy=policy)
     if prepare:
         prepare_storage(backend)
     app = Flask(__name__)
@@ -89,14 +80,15 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
                            request.headers.get("Origin"), request.headers.get("Sec-Fetch-Site"))
 
     @app.before_request
-    def _chaos_then_authenticate() -> None:
+    def _authenticate_then_chaos() -> None:
+        backend.heartbeat()
         path = request.path
         if path.startswith("/api/v1/") and path != "/api/v1/openapi.json":
-            _apply_chaos(backend, path.removeprefix("/api/v1/"))
-            # Every /api/v1 call, known route or not, needs a valid key first (AUTH-1).
+            # Every /api/v1 call, known route or not, needs a valid key first (AUTH-1). Chaos
+            # rules come after it, so a keyless call (another site's <img>) uses up no rule;
+            # the data plane applies them once a URL's signature checked out (dataplane.py).
             g.who = backend.authenticate(request.headers.get("Authorization"))
-        elif path.startswith("/data/"):
-            _apply_chaos(backend, "data/put" if request.method == "PUT" else "data/get")
+            apply_chaos(backend, path.removeprefix("/api/v1/"))
 
     @app.teardown_request
     def _release_connection(_exc: BaseException | None) -> None:

@@ -7,20 +7,19 @@ Flask layer only parses requests and renders what comes back.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 
-from sqlalchemy import Connection, Engine, RowMapping, bindparam, select
+from sqlalchemy import Connection, Engine
 
-from . import db, keys, keystore
+from . import db, keys, keystore, nodes, store
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
-from .faults import ActiveFaults, Fault
 from .locations import Geography, Location
+from .policy import Policy
 from .signing import UrlSigner
 from .storage import Storage, make_storage
-
-_TOKEN = select(db.tokens).where(db.tokens.c.token == bindparam("token"))
 
 
 def _close_all(held: set[Connection], engine: Engine) -> None:
@@ -34,15 +33,17 @@ class Backend:
     """One emulator's settings, geography, storage, signer and database connections."""
 
     def __init__(self, settings: Settings, storage: Storage | None = None, *,
-                 prepared: bool = False) -> None:
+                 prepared: bool = False, policy: Policy | None = None) -> None:
         """`prepared`: a server's master process made the schema and stored the keys, so a
-        worker only connects."""
+        worker only connects. `policy`: how the rules behave (default: the contract's, less
+        the settings' `faults`)."""
         self.settings = settings
-        self.faults = ActiveFaults(settings.faults)
+        self.policy = policy if policy is not None else Policy.breaking(settings.faults)
+        self.faults = frozenset(self.policy.broken())  # shown by health and the dashboard
         self.geography: Geography = settings.geography()
         if settings.database is None:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.engine = db.engine_for(settings.database_url)
+        self.engine = db.engine_for(settings.database_url, settings.db_lock_timeout)
         if not prepared:
             db.initialise(self.engine)
         self.storage = storage or make_storage(settings)
@@ -51,10 +52,9 @@ class Backend:
         self._local = threading.local()
         self._held: set[Connection] = set()  # every thread's, closed with the Backend
         if not prepared:
-            with db.transaction(self.conn()):
-                for spec in settings.keys:
-                    keystore.store(self.conn(), spec.key, spec.scopes)
-        self.signer = UrlSigner(db.secret(self.conn()), Fault.URL_NEVER_EXPIRES in self.faults,
+            nodes.register(self.conn(), settings, self.now())
+        self._beaten = 0.0  # monotonic time of this process's last heartbeat
+        self.signer = UrlSigner(db.secret(self.conn()), not self.policy.urls_expire,
                                 clock=lambda: self.now())  # late-bound: tests move it
         self.chaos = Chaos()
         self.release()
@@ -78,6 +78,19 @@ class Backend:
             self._held.discard(conn)
             conn.close()
 
+    def discard_connection(self) -> None:
+        """Drop this thread's connection after a database error: it may be broken, or in a
+        failed transaction; the next `conn()` opens a fresh one."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            self._held.discard(conn)
+            try:
+                conn.invalidate()
+                conn.close()
+            except Exception:  # noqa: BLE001 - already broken; nothing more to do with it
+                pass
+
     def close(self) -> None:
         """Close this thread's connection; the CLI must do so before gunicorn forks workers,
         since SQLite's lock bookkeeping does not survive a fork (disk I/O errors follow)."""
@@ -88,6 +101,13 @@ class Backend:
             self._local.conn = None
         self.engine.dispose()  # and a PostgreSQL pool's idle connections: no fork shares them
 
+    def heartbeat(self) -> None:
+        """Say, at most every few seconds, that this node still serves (emulator.nodes)."""
+        if time.monotonic() - self._beaten < nodes.BEAT:
+            return
+        self._beaten = time.monotonic()
+        nodes.beat(self.conn(), self.settings, self.now())
+
     def now(self) -> float:
         """Unix seconds by the database's clock, which every node shares."""
         return db.now(self.conn())
@@ -96,18 +116,18 @@ class Backend:
         return self.geography.get(location_id)
 
     def authenticate(self, header: str | None) -> keys.Principal:
-        if Fault.NO_KEY_CHECK in self.faults:
+        if not self.policy.keys_checked:
             try:
                 return keystore.authenticate(self.conn(), header)
             except Exception:
                 return keys.ANYONE
         return keystore.authenticate(self.conn(), header)
 
-    def token(self, token: object, artifact: str) -> RowMapping:
+    def token(self, token: object, artifact: str) -> store.artifacts.Row:
         """The open that issued `token`; unknown or another artifact's token is 400."""
         if not isinstance(token, str) or not token:
             raise InvalidArgument("token is required")
-        row = self.conn().execute(_TOKEN, {"token": token}).mappings().first()
+        row = store.artifacts.token(self.conn(), token)
         if row is None:
             raise InvalidArgument("unknown token; open the artifact first")
         if row["artifact"] != artifact:

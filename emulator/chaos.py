@@ -23,6 +23,7 @@ OPERATIONS = (
     "artifacts/read",
     "versions/write",
     "versions/commit",
+    "versions/delete",
     "versions/read",
     "versions/list",
     "usage/read",

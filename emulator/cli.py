@@ -176,8 +176,10 @@ def serve(
 ) -> None:
     """Serve the Artifacts API and its signed-URL data plane."""
     from .backend import Backend
+    from .identity import ForeignStorage
+    from .nodes import DisagreeingNodes
     from .server import EmulatorServer, bind
-    from .upkeep import prepare_storage
+    from .upkeep import forget_node, prepare_storage
 
     check_environment(click.get_current_context())
     temporary = data_dir is None
@@ -193,6 +195,8 @@ def serve(
             prepared = Backend(settings)
             prepare_storage(prepared)
             prepared.close()
+        except (DisagreeingNodes, ForeignStorage) as exc:
+            raise click.ClickException(f"refusing to start: {exc}") from None
         except Exception as exc:  # a bad endpoint, database or data dir says so, no trace
             raise click.ClickException(f"cannot prepare storage: {exc}") from None
         try:
@@ -227,7 +231,10 @@ def serve(
             err=True,
         )
         sys.stdout.flush()
-        EmulatorServer(settings, sock, workers, threads, quiet).run()
+        try:
+            EmulatorServer(settings, sock, workers, threads, quiet).run()
+        finally:
+            forget_node(settings)
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)

@@ -106,6 +106,12 @@ class Settings:
     read_timeout: float = _setting(30.0, "seconds a request may send no byte (or a download "
                                    "read none) before it is dropped", cli=True, minimum=0,
                                    min_open=True, maximum=3600)
+    # A node frozen inside a transaction (a paused VM, a cut-off host) must not stall the
+    # others: PostgreSQL gives up a lock wait after this, and ends such a node's session.
+    db_lock_timeout: float = _setting(5.0, "seconds a PostgreSQL statement waits for a lock "
+                                      "(then 503, retried by clients); a session idle in a "
+                                      "transaction for twice this long is ended", cli=True,
+                                      minimum=0.1, maximum=600)
     faults: frozenset[str] = _setting(frozenset(), "deliberate faults, by name",
                                       range="names from the fault table")
     public_url: str | None = _setting(None, "base of signed URLs when behind a proxy",

@@ -17,6 +17,7 @@ held) and a first insert that may race another uses `ON CONFLICT`.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import secrets
 import time
@@ -42,10 +43,10 @@ from sqlalchemy import (
     func,
     inspect,
     literal_column,
+    make_url,
     select,
     text,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import NullPool
@@ -160,12 +161,25 @@ api_keys = Table(
     _text("key_hash", key=True),
     _text("prefix", key=True),
     _text("access"),
+    # "config": stored from a node's settings, replaced at each start (the config is the
+    # truth for them); "minted": added through /_emulator/keys, kept until revoked there.
+    _text("origin", default="config"),
+)
+# The nodes serving one database, each with the fingerprint of its key settings: a node
+# whose keys differ from a live one's refuses to start (emulator.nodes).
+nodes = Table(
+    "nodes", metadata,
+    _text("node_id", key=True),
+    _text("keys"),
+    _text("summary"),
+    Column("seen_at", Float, nullable=False),
 )
 
 TABLES = (artifacts, tokens, uploads, upload_files, versions, version_files, transfers)
 
 
 POOL_SIZE = 8  # PostgreSQL connections each process keeps open between requests
+MAX_OVERFLOW = 24  # and at most this many more while requests beyond them are in progress
 
 
 def sqlite_url(path: Path) -> str:
@@ -176,16 +190,35 @@ def is_postgresql(url: str) -> bool:
     return url.startswith(("postgresql:", "postgresql+", "postgres:"))
 
 
-def engine_for(url: str) -> Engine:
+def engine_for(url: str, lock_timeout: float = 5.0) -> Engine:
     """An engine whose connections autocommit: `transaction` opens each transaction
-    explicitly, so a read never holds a snapshot (or a lock) past its statement."""
+    explicitly, so a read never holds a snapshot (or a lock) past its statement.
+
+    Under PostgreSQL every wait is bounded: a lock wait by `lock_timeout`, a statement by
+    six times it, a session left idle inside a transaction (its node frozen) by twice it,
+    and a dead peer is noticed by TCP keepalives within about 10 s. Each ends in an
+    OperationalError, which the web layer answers 503 with Retry-After."""
     if is_postgresql(url):
         if url.startswith(("postgresql:", "postgres:")):
             url = "postgresql+psycopg:" + url.split(":", 1)[1]
-        # A request holds a connection only while it runs (`Backend.release`); the pool keeps
-        # a few open per process, and a busy thread beyond them opens one for its request.
-        return create_engine(url, isolation_level="AUTOCOMMIT", pool_size=POOL_SIZE,
-                             max_overflow=256, pool_timeout=60, skip_autocommit_rollback=True)
+        ms = max(1, int(lock_timeout * 1000))
+        parsed = make_url(url)
+        # The URL's own libpq `options` (a search_path, say) come first, then the bounds.
+        options = " ".join(filter(None, [
+            parsed.query.get("options"), f"-c lock_timeout={ms}",
+            f"-c statement_timeout={6 * ms}",
+            f"-c idle_in_transaction_session_timeout={2 * ms}"]))
+        url = parsed.difference_update_query(["options"])
+        # A request holds a connection only while it runs, and never while a body streams
+        # (`Backend.release`); the pool keeps a few open per process, and at most
+        # MAX_OVERFLOW more for requests in progress beyond them, so N nodes need at most
+        # N x (POOL_SIZE + MAX_OVERFLOW) of the server's connections.
+        return create_engine(
+            url, isolation_level="AUTOCOMMIT", pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW,
+            pool_timeout=lock_timeout, pool_pre_ping=True, skip_autocommit_rollback=True,
+            connect_args={"options": options, "connect_timeout": 5, "keepalives": 1,
+                          "keepalives_idle": 5, "keepalives_interval": 2,
+                          "keepalives_count": 3})
     engine = create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool,
                            connect_args={"timeout": 30, "check_same_thread": False})
 
@@ -247,6 +280,10 @@ def _add_object_keys(conn: Connection) -> None:
         columns = {c["name"] for c in inspector.get_columns(table.name)}
         if "object_key" not in columns:
             conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN object_key TEXT"))
+    # Keys stored before keys had an origin all came from settings.
+    if "origin" not in {c["name"] for c in inspector.get_columns("api_keys")}:
+        conn.execute(text("ALTER TABLE api_keys ADD COLUMN origin TEXT NOT NULL DEFAULT "
+                          "'config'"))
 
 
 def _unknown_places_as_empty(conn: Connection) -> None:
@@ -254,6 +291,13 @@ def _unknown_places_as_empty(conn: Connection) -> None:
     these tables (and as '' in `transfers`); now it is '' everywhere."""
     for table in (tokens, uploads, versions):
         conn.execute(table.update().where(table.c.place.is_(None)).values(place=""))
+
+
+def serialise_starts(conn: Connection) -> None:
+    """Inside a transaction: one node's start-up decision at a time (SQLite's write lock is
+    held already; PostgreSQL takes an advisory lock until the transaction ends)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(4142)"))
 
 
 def secret(conn: Connection) -> str:
@@ -268,18 +312,21 @@ def wipe(conn: Connection) -> None:
 
 # --- where the dialects differ -----------------------------------------------------------
 
-_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+def _insert(dialect: str) -> Any:
+    """The dialect's own INSERT (with ON CONFLICT), imported when first used: a SQLite
+    emulator never loads the PostgreSQL dialect (a tenth of its start-up)."""
+    return importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert
 
 
 @functools.cache
 def _ignoring(dialect: str, table: Table) -> Any:
-    return (_INSERTS[dialect](table).on_conflict_do_nothing()
+    return (_insert(dialect)(table).on_conflict_do_nothing()
             .execution_options(preserve_rowcount=True))
 
 
 @functools.cache
 def _adding(dialect: str, table: Table, column: str) -> Any:
-    stmt = _INSERTS[dialect](table)
+    stmt = _insert(dialect)(table)
     key = [c.name for c in table.primary_key.columns]
     return stmt.on_conflict_do_update(
         index_elements=key, set_={column: table.c[column] + stmt.excluded[column]})
@@ -287,7 +334,7 @@ def _adding(dialect: str, table: Table, column: str) -> Any:
 
 @functools.cache
 def _putting(dialect: str, table: Table) -> Any:
-    stmt = _INSERTS[dialect](table)
+    stmt = _insert(dialect)(table)
     key = [c.name for c in table.primary_key.columns]
     return stmt.on_conflict_do_update(
         index_elements=key,
@@ -320,7 +367,9 @@ def member_of(dialect: str, column: ColumnElement, name: str) -> ColumnElement:
     statement's parameters): a JSON array under SQLite, an array under PostgreSQL. Its
     value is `members(dialect, values)`."""
     if dialect == "postgresql":
-        return column == any_(bindparam(name, type_=postgresql.ARRAY(Text)))
+        from sqlalchemy.dialects.postgresql import ARRAY
+
+        return column == any_(bindparam(name, type_=ARRAY(Text)))
     return column.in_(select(literal_column("value")).select_from(
         func.json_each(bindparam(name, type_=Text))))
 

@@ -1,10 +1,8 @@
 """Deliberate faults, each breaking one contract rule, to prove the conformance suite bites.
 
 Off by default; `o41-emulator serve --fault NAME` turns one on and the server says so loudly.
-The rules code asks `backend.faults` at the one place each rule is enforced, by `Fault`
-member; `backend.faults` is an `ActiveFaults`, which refuses to answer for a name that is no
-fault, so a misspelt check fails the first test that reaches it instead of switching a
-fault off without a word.
+The rules never ask for a fault by name: `emulator.policy` turns the names into the fields
+of one `Policy`, handed to the app, and the rules ask its fields.
 """
 
 from __future__ import annotations
@@ -55,15 +53,3 @@ def check_faults(names: Iterable[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
     return names
-
-
-class ActiveFaults(frozenset):
-    """The faults switched on; asking about a name that is no fault is a bug, so it raises."""
-
-    def __new__(cls, names: Iterable[str] = ()) -> ActiveFaults:
-        return super().__new__(cls, check_faults(names))
-
-    def __contains__(self, name: object) -> bool:
-        if name not in FAULTS:
-            raise KeyError(f"{name!r} is no fault; known: {', '.join(FAULTS)}")
-        return super().__contains__(name)

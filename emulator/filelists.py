@@ -8,13 +8,14 @@ values; the version records what the PUTs received, which the checks below make 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-from sqlalchemy import RowMapping
+from typing import Any
 
 from . import names
 from .errors import Incomplete, InvalidArgument, PayloadTooLarge
+
+Row = Mapping[str, Any]
 
 #: `upload_files.size` of a streamed file (declared by name alone); its sha256 is "".
 STREAMED = -1
@@ -97,7 +98,7 @@ def parse_commit(files: object) -> dict[str, tuple[int, str]]:
     return listed
 
 
-def check_listed_names(listed: dict[str, tuple[int, str]], files: Sequence[RowMapping]) -> None:
+def check_listed_names(listed: dict[str, tuple[int, str]], files: Sequence[Row]) -> None:
     """400 for a listed name that is not a file of the upload (before any 404 or 409)."""
     known = {f["name"] for f in files}
     stray = sorted(set(listed) - known)
@@ -106,7 +107,7 @@ def check_listed_names(listed: dict[str, tuple[int, str]], files: Sequence[RowMa
             f"file {stray[0]!r} is not a file of this upload; list only files it declared")
 
 
-def check_complete(listed: dict[str, tuple[int, str]], files: Sequence[RowMapping]) -> None:
+def check_complete(listed: dict[str, tuple[int, str]], files: Sequence[Row]) -> None:
     """409 `incomplete` unless every file arrived as declared, and every streamed file is
     listed with the size and sha256 its PUT received (VER-4, VER-6)."""
     wrong = []
@@ -128,7 +129,7 @@ def check_complete(listed: dict[str, tuple[int, str]], files: Sequence[RowMappin
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-def received(f: RowMapping) -> tuple[int, str]:
+def received(f: Row) -> tuple[int, str]:
     """What a committed file records: the bytes its PUT received (equal to the declared
     values once `check_complete` passed; the declared ones where a fault skipped it)."""
     if f["received_size"] is not None:

@@ -10,36 +10,14 @@ from __future__ import annotations
 import secrets
 import socket
 
-from sqlalchemy import Connection, RowMapping, bindparam, select
-
-from . import db
+from . import store
 from .backend import Backend
 from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
-from .faults import Fault
 from .keys import Principal
 from .names import Place, artifact_name, fork_uri, version_name
 from .replies import version_json
 from .stored import iso, place_text
 from .versions import latest_step
-
-A, V = db.artifacts, db.versions
-_ARTIFACT = select(A).where(A.c.name == bindparam("name"))
-_LOCKED = _ARTIFACT.with_for_update()
-_VERSION = select(V).where(V.c.artifact == bindparam("artifact"), V.c.step == bindparam("step"))
-# Statements are built once: SQLAlchemy then finds each one's compiled form by identity.
-_REOPEN = (A.update().where(A.c.name == bindparam("artifact"))
-           .values(epoch=bindparam("new_epoch"), holder=bindparam("new_holder")))
-_FORKED = (A.update().where(A.c.name == bindparam("artifact"))
-           .values(forked_from_artifact=bindparam("source"),
-                   forked_from_version=bindparam("source_version")))
-_TOKEN = db.tokens.insert()
-
-
-def lock_artifact(conn: Connection, name: str) -> RowMapping | None:
-    """The artifact's row, locked until the transaction ends (PostgreSQL; SQLite's write
-    lock is held already): opens and commits of one artifact take turns on it, so each
-    decides on the epoch and the versions the last one left."""
-    return conn.execute(_LOCKED, {"name": name}).mappings().first()
 
 
 def default_holder() -> str:
@@ -70,29 +48,28 @@ def open_artifact(
     placement = backend.geography.place_for(place)
     conn = backend.conn()
     now = backend.now()
-    with db.transaction(conn):
-        row = lock_artifact(conn, name)
+    with store.transaction(conn):
+        # Locked: opens, commits and deletes of one artifact take turns on its row.
+        row = store.artifacts.lock(conn, name)
         created = False
         if row is None:
-            created = db.insert_ignore(conn, A, [{"name": name, "epoch": 1, "holder": holder,
-                                                  "versions": 0, "created_at": iso(now)}]) == 1
+            created = store.artifacts.create(conn, name, holder, iso(now))
             if not created:  # another node's first open came first: this one follows it
-                row = lock_artifact(conn, name)
+                row = store.artifacts.lock(conn, name)
         has_versions = row is not None and row["versions"] > 0
         resume_row = None
         if fork is not None:
-            if has_versions and Fault.FORK_INTO_NONEMPTY not in backend.faults:
-                raise NotEmpty(f"{name} has checkpoints; a fork must go to a new, empty artifact")
-            resume_row = conn.execute(_VERSION.where(V.c.version == fork.version), {
-                "artifact": fork.artifact, "step": fork.step}).mappings().first()
+            # A missing source (404) is told before a target with checkpoints (409).
+            resume_row = store.versions.row(conn, fork.artifact, fork.step)
             if resume_row is None:
                 raise NotFound(f"checkpoint o41://{fork.artifact}/{fork.version} does not exist")
+            if has_versions and backend.policy.fork_needs_empty:
+                raise NotEmpty(f"{name} has checkpoints; a fork must go to a new, empty artifact")
         elif resume == "latest":
             step = latest_step(backend, name)
             if step is not None:
-                resume_row = conn.execute(_VERSION, {"artifact": name, "step": step}
-                                          ).mappings().first()
-        elif has_versions and Fault.FRESH_OVERWRITES not in backend.faults:
+                resume_row = store.versions.row(conn, name, step)
+        elif has_versions and backend.policy.fresh_refused:
             raise HasCheckpoints(
                 f"{name} has {row['versions']} checkpoint(s); resume 'latest' or fork to a "
                 "new artifact instead of starting fresh"
@@ -103,13 +80,12 @@ def open_artifact(
         else:
             epoch = row["epoch"] + 1
             fenced = {"epoch": row["epoch"], "holder": row["holder"]}
-            conn.execute(_REOPEN, {"artifact": name, "new_epoch": epoch, "new_holder": holder})
+            store.artifacts.reopen(conn, name, epoch, holder)
         if fork is not None:
-            conn.execute(_FORKED, {"artifact": name, "source": fork.artifact,
-                                   "source_version": fork.version})
+            store.artifacts.record_fork(conn, name, fork.artifact, fork.version)
         token = "tk_" + secrets.token_urlsafe(24)
-        conn.execute(_TOKEN, {"token": token, "artifact": name, "epoch": epoch, "holder": holder,
-                              "place": place_text(place), "created_at": iso(now)})
+        store.artifacts.issue_token(conn, token, name, epoch, holder, place_text(place),
+                                    iso(now))
         resume_from = (
             version_json(backend, resume_row, place, base_url=base_url)
             if resume_row is not None
@@ -117,7 +93,7 @@ def open_artifact(
         )
     warnings = []
     if placement.warning and not (
-        placement.kind == "fallback" and Fault.FALLBACK_SILENT in backend.faults
+        placement.kind == "fallback" and not backend.policy.fallback_warns
     ):
         warnings.append(placement.warning)
     return {
@@ -135,7 +111,7 @@ def open_artifact(
 def read_artifact(backend: Backend, who: Principal, artifact: object) -> dict:
     name = artifact_name(artifact)
     who.require("read", name)
-    row = backend.conn().execute(_ARTIFACT, {"name": name}).mappings().first()
+    row = store.artifacts.read(backend.conn(), name)
     if row is None:
         raise NotFound(f"artifact {name} does not exist")
     step = latest_step(backend, name)

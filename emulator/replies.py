@@ -3,19 +3,14 @@ fields, and signed URLs on request), and where a version's files live in their b
 
 from __future__ import annotations
 
-from sqlalchemy import RowMapping, bindparam, select
+from collections.abc import Mapping
+from typing import Any
 
-from . import db
+from . import store
 from .backend import Backend
-from .faults import Fault
 from .locations import route
 from .names import Place
 from .stored import iso, place_text
-
-VF = db.version_files
-_FILES = (select(VF.c.name, VF.c.size, VF.c.sha256, VF.c.object_key)
-          .where(VF.c.artifact == bindparam("artifact"), VF.c.step == bindparam("step"))
-          .order_by(VF.c.name))
 
 
 def object_key(artifact: str, upload_id: str, file_name: str) -> str:
@@ -28,14 +23,14 @@ def route_fields(backend: Backend, location: Place, reader: Place | None) -> dic
     if reader is None:
         return {"route": None, "cross_cloud": None}
     cross = reader.cloud != location.cloud
-    if Fault.WRONG_CROSS_CLOUD in backend.faults:
+    if not backend.policy.cross_cloud_true:
         cross = not cross
     return {"route": route(location, reader), "cross_cloud": cross}
 
 
 def version_json(
     backend: Backend,
-    row: RowMapping,
+    row: Mapping[str, Any],
     reader: Place | None,
     *,
     files: bool = True,
@@ -54,8 +49,7 @@ def version_json(
         "holder": row["holder"],
     }
     if files:
-        rows = backend.conn().execute(
-            _FILES, {"artifact": row["artifact"], "step": row["step"]}).mappings().all()
+        rows = store.versions.files(backend.conn(), row["artifact"], row["step"])
         out["files"] = [{"name": f["name"], "size": f["size"], "sha256": f["sha256"]} for f in rows]
         # Each file is read from the object its commit recorded (NULL: a pre-upgrade key).
         keys = [

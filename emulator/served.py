@@ -64,9 +64,10 @@ class ServedEmulator:
             line = self.process.stdout.readline()
             if not line:
                 self.process.wait()
+                said = self.log()[-2000:]  # before _close() closes the file it is in
                 self._close()
                 raise EmulatorDidNotStart(
-                    f"the emulator exited ({self.process.returncode}): {self.log()[-2000:]}")
+                    f"the emulator exited ({self.process.returncode}): {said}")
             self.lines.append(line)
             if m := re.search(r"listening on (http://\S+)", line):
                 self.url = m.group(1)

@@ -4,10 +4,13 @@ start, and what the `/_emulator/` endpoints read and change (health, keys, state
 from __future__ import annotations
 
 from sqlalchemy import bindparam, func, select, text
+from sqlalchemy.exc import DBAPIError
 
-from . import db, keys, keystore
+from . import db, keys, keystore, nodes
 from .backend import Backend
-from .errors import Forbidden, InvalidArgument
+from .config import Settings
+from .errors import Forbidden, InvalidArgument, NotFound
+from .identity import check_storage_identity
 from .uploads import every_upload_prefix, reclaim_expired_uploads
 
 A, V, U = db.artifacts, db.versions, db.uploads
@@ -28,8 +31,37 @@ def prepare_storage(backend: Backend) -> None:
     buckets = sorted({loc.bucket for loc in backend.geography.locations.values()})
     for bucket in buckets:
         backend.storage.ensure_bucket(bucket)
+    check_storage_identity(backend, buckets)
     backend.storage.reclaim_partials(buckets, backend.settings.upload_lifetime)
     reclaim_expired_uploads(backend)
+
+
+def forget_node(settings: Settings) -> None:
+    """A stopped `serve` leaves its node's record, so the others may change keys at once.
+    Best effort: a database gone by now has nothing to forget."""
+    engine = db.engine_for(settings.database_url, settings.db_lock_timeout)
+    try:
+        with engine.connect() as conn:
+            nodes.forget(conn, settings)
+    except DBAPIError:
+        pass
+    finally:
+        engine.dispose()
+
+
+def revoke_key(backend: Backend, key: object) -> dict:
+    """Revoke a key minted through `/_emulator/keys`; a config key is the config's to remove."""
+    if not isinstance(key, str) or not key:
+        raise InvalidArgument("key must be the key to revoke")
+    conn = backend.conn()
+    with db.transaction(conn):
+        origin = keystore.revoke(conn, key)
+    if origin is None:
+        raise NotFound("no such key")
+    if origin == "config":
+        raise Forbidden("this key comes from the settings: take it out of the config (or set "
+                        "default_key = false) and restart")
+    return {"key": key, "revoked": True}
 
 
 def reset(backend: Backend) -> dict:

@@ -14,29 +14,9 @@ from __future__ import annotations
 import secrets
 from typing import BinaryIO, Protocol, cast
 
-from sqlalchemy import bindparam, select
-
-from . import db
+from . import store
 from .backend import Backend
 from .errors import ApiError, Incomplete, InvalidArgument, NotFound, VersionExists
-
-U, UF = db.uploads, db.upload_files
-_STATE = select(U.c.state, U.c.expires_at).where(U.c.id == bindparam("id"))
-_OBJECT_KEY = select(UF.c.object_key).where(UF.c.upload_id == bindparam("id"),
-                                           UF.c.name == bindparam("name"))
-_RECEIVED = (UF.update().where(UF.c.upload_id == bindparam("id"), UF.c.name == bindparam("file"))
-             .values(object_key=bindparam("key"), received_size=bindparam("got_size"),
-                     received_sha256=bindparam("sha")))
-_EVERY_UPLOAD = select(U.c.id, U.c.artifact, U.c.location)
-# Expired: an open upload never committed in time, or a deleted version's upload once the
-# URLs given out before its delete have expired (VER-7); either's bytes can go.
-_EXPIRED = (select(U.c.id, U.c.artifact, U.c.location)
-            .where(U.c.state.in_(("open", "deleted")), U.c.expires_at < bindparam("now")))
-_ANY_EXPIRED = _EXPIRED.limit(1)
-# Locked in one order (PostgreSQL), and re-checked once locked: an upload that a commit got
-# to first is no longer open, and is skipped.
-_EXPIRED_LOCKED = _EXPIRED.order_by(U.c.id).with_for_update()
-_STATE_LOCKED = _STATE.with_for_update()
 
 
 def pause(point: str) -> None:
@@ -62,7 +42,7 @@ def every_upload_prefix(backend: Backend) -> list[tuple[str, str]]:
     """(bucket, prefix) of every upload the metadata records, in any state: every object
     the emulator ever wrote lies under one of them (versions keep their upload's objects).
     A location since removed from the settings is skipped: its bucket is not ours now."""
-    rows = backend.conn().execute(_EVERY_UPLOAD).mappings().all()
+    rows = store.uploads.every(backend.conn())
     locations = backend.geography.locations
     return [(locations[r["location"]].bucket, upload_prefix(r["artifact"], r["id"]))
             for r in rows if r["location"] in locations]
@@ -104,8 +84,7 @@ def require_committable(backend: Backend, up) -> None:
 
 def check_open(backend: Backend, upload_id: str) -> None:
     """Refuse a PUT before reading its body when the upload can no longer change."""
-    row = backend.conn().execute(_STATE, {"id": upload_id}).mappings().first()
-    _require_open(backend, row, upload_id)
+    _require_open(backend, store.uploads.state(backend.conn(), upload_id), upload_id)
 
 
 def store_file(
@@ -123,6 +102,9 @@ def store_file(
     discarded rather than recorded, so it cannot replace a whole one.
     """
     check_open(backend, upload_id)
+    # No database connection is held while the body streams: a slow upload (one rank of a
+    # hundred) must not keep one of the pool's connections from other requests.
+    backend.release()
     key = new_object_key(artifact, upload_id, name)
     backend.storage.put(bucket, key, cast(BinaryIO, body))
     try:
@@ -146,15 +128,13 @@ def _make_current(
 ) -> str | None:
     """The one step that makes a stored body visible; returns the key it replaced."""
     conn = backend.conn()
-    with db.transaction(conn):
+    with store.transaction(conn):
         # Locked (PostgreSQL): a commit or a reclaim of this upload takes its turn after.
-        row = conn.execute(_STATE_LOCKED, {"id": upload_id}).mappings().first()
-        _require_open(backend, row, upload_id)
-        old = conn.execute(_OBJECT_KEY, {"id": upload_id, "name": name}).first()
+        _require_open(backend, store.uploads.state(conn, upload_id, lock=True), upload_id)
+        old = store.uploads.current_key(conn, upload_id, name)
         if old is None:
             raise NotFound(f"upload {upload_id} has no file {name!r}")
-        conn.execute(_RECEIVED, {"id": upload_id, "file": name, "key": key, "got_size": size,
-                                 "sha": digest})
+        store.uploads.mark_received(conn, upload_id, name, key, size, digest)
     return old[0]
 
 
@@ -166,20 +146,12 @@ def reclaim_expired_uploads(backend: Backend) -> int:
     commit got to first is skipped, and once marked, no commit or PUT can use it.
     """
     conn = backend.conn()
-    if not conn.execute(_ANY_EXPIRED, {"now": backend.now()}).first():
+    if not store.uploads.any_expired(conn, backend.now()):
         return 0  # the common case, without taking the write lock
-    with db.transaction(conn):
-        rows = conn.execute(_EXPIRED_LOCKED, {"now": backend.now()}).mappings().all()
-        ids = [row["id"] for row in rows]
-        if ids:
-            dialect = conn.dialect.name
-            listed = {"ids": db.members(dialect, ids)}
-            conn.execute(U.update().where(db.member_of(dialect, U.c.id, "ids"))
-                         .values(state="reclaimed"), listed)
-            conn.execute(UF.delete().where(db.member_of(dialect, UF.c.upload_id, "ids")), listed)
+    with store.transaction(conn):
+        rows = store.uploads.mark_expired_reclaimed(conn, backend.now())
     pause("reclaim:marked")
     for row in rows:
         bucket = backend.location(row["location"]).bucket
         backend.storage.delete_prefix(bucket, upload_prefix(row["artifact"], row["id"]))
     return len(rows)
-

@@ -8,13 +8,14 @@ version visible at once. Files are never copied: a version lives where it was up
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from sqlalchemy import Connection, RowMapping, bindparam, func, select
-
-from . import db, filelists, names
+from . import filelists, names, store
 from .backend import Backend
 from .errors import (
     Fenced,
+    Incomplete,
     InvalidArgument,
     NotAfterLatest,
     NotFound,
@@ -23,42 +24,24 @@ from .errors import (
 from .keys import Principal
 from .names import Place
 from .replies import object_key, version_json
+from .storage import storage_sizes
 from .stored import iso, place_from_text
 from .uploads import reclaim_expired_uploads, require_committable
 
-A, V, U, UF = db.artifacts, db.versions, db.uploads, db.upload_files
-_BY_ARTIFACT = V.c.artifact == bindparam("artifact")
-_LATEST = select(func.max(V.c.step)).where(_BY_ARTIFACT)
-_EARLIEST = select(func.min(V.c.step)).where(_BY_ARTIFACT)  # the stale-latest fault
-_VERSION = select(V).where(_BY_ARTIFACT, V.c.step == bindparam("step"))
-_HAS_VERSION = select(V.c.step).where(_BY_ARTIFACT, V.c.step == bindparam("step"))
-_EPOCH = (select(A.c.epoch, A.c.holder).where(A.c.name == bindparam("artifact"))
-          .with_for_update())
-_UPLOAD = (select(U).where(U.c.id == bindparam("id"), U.c.artifact == bindparam("artifact"))
-           .with_for_update())
-_UPLOAD_FILES = select(UF).where(UF.c.upload_id == bindparam("id")).order_by(UF.c.name)
-_UPLOAD_NAMES = select(UF.c.name).where(UF.c.upload_id == bindparam("id"))
-_ALL_VERSIONS = select(V).where(_BY_ARTIFACT).order_by(V.c.step)
-_ARTIFACT_EXISTS = select(A.c.name).where(A.c.name == bindparam("artifact"))
-VF = db.version_files
-_STEP = (bindparam("artifact"), bindparam("step"))
-_DROP_VERSION = V.delete().where(V.c.artifact == _STEP[0], V.c.step == _STEP[1])
-_DROP_FILES = VF.delete().where(VF.c.artifact == _STEP[0], VF.c.step == _STEP[1])
-_COMMITTED = U.update().where(U.c.id == bindparam("upload")).values(state="committed")
-_COUNTED = (A.update().where(A.c.name == bindparam("artifact"))
-            .values(versions=A.c.versions + 1))
+Row = Mapping[str, Any]
 
 
 def latest_step(backend: Backend, artifact: str) -> int | None:
-    query = _EARLIEST if "stale-latest" in backend.faults else _LATEST
-    return backend.conn().execute(query, {"artifact": artifact}).scalar()
+    return store.versions.latest_step(backend.conn(), artifact,
+                                      highest=backend.policy.latest_is_highest)
 
 
 def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None:
     """FENCE-2: anything carrying an epoch older than the artifact's newest is refused."""
     # Locked (PostgreSQL): an open of this artifact waits until this write or commit ends.
-    row = backend.conn().execute(_EPOCH, {"artifact": artifact}).mappings().one()
-    if row["epoch"] > epoch and "no-fencing" not in backend.faults:
+    row = store.artifacts.lock(backend.conn(), artifact)
+    assert row is not None  # a token's artifact exists
+    if row["epoch"] > epoch and backend.policy.fencing:
         raise Fenced(
             f"{what} of epoch {epoch} refused: {artifact} was opened at epoch {row['epoch']} "
             f"by {row['holder']}"
@@ -66,9 +49,8 @@ def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None
 
 
 def _check_name(backend: Backend, artifact: str, version: str, step: int) -> None:
-    conn = backend.conn()
-    overwrite = "version-overwrite" in backend.faults
-    if conn.execute(_HAS_VERSION, {"artifact": artifact, "step": step}).first():
+    overwrite = not backend.policy.versions_immutable
+    if store.versions.exists(backend.conn(), artifact, step):
         if overwrite:
             return
         raise VersionExists(f"{artifact}/{version} is already committed; versions are immutable")
@@ -101,15 +83,13 @@ def write_version(
     reclaim_expired_uploads(backend)
     now = backend.now()
     conn = backend.conn()
-    with db.transaction(conn):
+    with store.transaction(conn):
         if upload is None:
             filelists.check_joined(parsed, (), settings.max_files)
             up = _new_upload(backend, name, tok, str(version), step, now)
         else:
             up = _joined_upload(backend, name, upload, step, parsed, tok)
-        if parsed:
-            conn.execute(UF.insert(), [{"upload_id": up["id"], "name": d.name, "size": d.size,
-                                        "sha256": d.sha256} for d in parsed])
+        store.uploads.declare(conn, up["id"], [(d.name, d.size, d.sha256) for d in parsed])
     loc = backend.location(up["location"])
     placement = backend.geography.place_for(place_from_text(up["place"]))
     expires = now + settings.url_lifetime
@@ -133,7 +113,7 @@ def write_version(
 
 
 def _new_upload(
-    backend: Backend, artifact: str, tok: RowMapping, version: str, step: int, now: float
+    backend: Backend, artifact: str, tok: Row, version: str, step: int, now: float
 ) -> dict:
     """Inside the write's transaction: the epoch and the name are checked, then the upload
     is recorded at the writer's location."""
@@ -147,23 +127,23 @@ def _new_upload(
         "placement": placement.kind, "created_at": iso(now),
         "expires_at": now + backend.settings.upload_lifetime,
     }
-    backend.conn().execute(U.insert(), up)
+    store.uploads.start(backend.conn(), up)
     return up
 
 
 def _joined_upload(
-    backend: Backend, artifact: str, upload: str, step: int, parsed: list, tok: RowMapping
-) -> RowMapping:
+    backend: Backend, artifact: str, upload: str, step: int, parsed: list, tok: Row
+) -> Row:
     """Inside the write's transaction: the open upload that new files join (VER-5). Its
     400s come before its 404s, and those before its 409s (the contract's precedence)."""
     conn = backend.conn()
-    up = conn.execute(_UPLOAD, {"id": upload, "artifact": artifact}).mappings().first()
+    up = store.uploads.lock(conn, upload, artifact)
     if up is None or up["state"] != "open" or up["expires_at"] < backend.now():
         raise NotFound(f"upload {upload} of {artifact} does not exist, is committed or expired")
     if up["step"] != step:
         raise InvalidArgument(
             f"upload {upload} writes {up['version']}, not {names.version_name(step)}")
-    earlier = conn.execute(_UPLOAD_NAMES, {"id": upload}).scalars().all()
+    earlier = store.uploads.names(conn, upload)
     filelists.check_joined(parsed, earlier, backend.settings.max_files)
     # An upload never changes hands: the token and the upload must both be of the newest
     # epoch, so a newer open fences the files of the old one too.
@@ -186,49 +166,74 @@ def commit_version(
         raise InvalidArgument("upload is required")
     listed = filelists.parse_commit(files)
     conn = backend.conn()
-    with db.transaction(conn):
+    held = _stored_sizes(backend, name, upload)  # before the lock: one stat per file
+    with store.transaction(conn):
         # Locked (PostgreSQL): a PUT or a reclaim of this upload waits until the commit ends.
-        up = conn.execute(_UPLOAD, {"id": upload, "artifact": name}).mappings().first()
+        up = store.uploads.lock(conn, upload, name)
         if up is None:
             raise NotFound(f"upload {upload} does not exist for {name}")
-        stored = conn.execute(_UPLOAD_FILES, {"id": upload}).mappings().all()
+        stored = store.uploads.files(conn, upload)
         if up["state"] in ("open", "committed"):  # a reclaimed one is gone: 404 below
             filelists.check_listed_names(listed, stored)
         # An upload belongs to the token that started it: a newer token cannot launder it.
-        if "open-not-atomic" not in backend.faults:
+        if backend.policy.upload_keeps_its_epoch:
             _check_epoch(backend, name, min(up["epoch"], tok["epoch"]), "commit")
         if up["state"] == "committed":
             raise VersionExists(f"{name}/{up['version']} is already committed")
         require_committable(backend, up)
         _check_name(backend, name, up["version"], up["step"])
-        if "commit-without-files" not in backend.faults:
+        if backend.policy.commit_needs_files:
             filelists.check_complete(listed, stored)
-        _insert_version(conn, up, stored, backend.now())
-    row = conn.execute(_VERSION, {"artifact": name, "step": up["step"]}).mappings().one()
+            _check_held(backend, up, stored, held)
+        _insert_version(backend, up, stored, backend.now())
+    row = store.versions.row(conn, name, up["step"])
+    assert row is not None  # committed just now, and versions are deleted only by holders
     return version_json(backend, row, place_from_text(tok["place"]))
 
 
-def _insert_version(
-    conn: Connection, up: RowMapping, files: list[RowMapping], now: float
-) -> None:
-    artifact, step = up["artifact"], up["step"]
-    key = {"artifact": artifact, "step": step}
-    replaced = conn.execute(_DROP_VERSION, key).rowcount
-    conn.execute(_DROP_FILES, key)
-    recorded = [(f, *filelists.received(f)) for f in files]
-    conn.execute(V.insert(), {
-        **key, "version": up["version"], "location": up["location"],
-        "size": sum(size for _, size, _ in recorded), "created_at": iso(now),
-        "epoch": up["epoch"], "holder": up["holder"], "place": up["place"],
-        "placement": up["placement"], "upload_id": up["id"],
-    })
-    if files:
-        conn.execute(VF.insert(), [
-            {"artifact": artifact, "step": step, "name": f["name"], "size": size,
-             "sha256": sha, "object_key": f["object_key"]} for f, size, sha in recorded])
-    conn.execute(_COMMITTED, {"upload": up["id"]})
+def _stored_sizes(backend: Backend, artifact: str, upload: str) -> dict[str, int | None]:
+    """The size of each received file's object in this node's storage (None: missing)."""
+    conn = backend.conn()
+    location = store.uploads.location_of(conn, upload, artifact)
+    if location is None or location not in backend.geography.locations:
+        return {}
+    keys = store.uploads.received_keys(conn, upload)
+    bucket = backend.location(location).bucket
+    return storage_sizes(backend.storage, bucket, keys)
+
+
+def _check_held(backend: Backend, up: Row, files: Sequence[Row],
+                held: dict[str, int | None]) -> None:
+    """A commit never acknowledges a version whose bytes this node's storage lacks (a node
+    on a shared database with storage of its own): each file's object must be there, whole.
+    Objects a PUT replaced since the first look are looked at again."""
+    bucket = backend.location(up["location"]).bucket
+    again = [f["object_key"] for f in files if f["object_key"] not in held]
+    held = {**held, **storage_sizes(backend.storage, bucket, again)}
+    missing = [f["name"] for f in files
+               if f["object_key"] and held.get(f["object_key"]) != f["received_size"]]
+    if missing:
+        raise Incomplete(
+            f"{len(missing)} file(s) were received but are not in this node's storage: "
+            + ", ".join(missing[:10]) + "; does every node share one storage?")
+
+
+def _insert_version(backend: Backend, up: Row, files: Sequence[Row], now: float) -> None:
+    conn = backend.conn()
+    recorded = []
+    for f in files:
+        size, sha = filelists.received(f)
+        recorded.append({"name": f["name"], "size": size, "sha256": sha,
+                         "object_key": f["object_key"]})
+    replaced = store.versions.insert(conn, {
+        "artifact": up["artifact"], "step": up["step"], "version": up["version"],
+        "location": up["location"], "size": sum(f["size"] for f in recorded),
+        "created_at": iso(now), "epoch": up["epoch"], "holder": up["holder"],
+        "place": up["place"], "placement": up["placement"], "upload_id": up["id"],
+    }, recorded, replace=not backend.policy.versions_immutable)
+    store.uploads.mark_committed(conn, up["id"])
     if not replaced:
-        conn.execute(_COUNTED, {"artifact": artifact})
+        store.artifacts.count_versions(conn, up["artifact"], +1)
 
 
 def read_version(
@@ -249,7 +254,7 @@ def read_version(
             raise NotFound(f"{name} has no committed version")
     else:
         step = names.version_step(version)
-    row = backend.conn().execute(_VERSION, {"artifact": name, "step": step}).mappings().first()
+    row = store.versions.row(backend.conn(), name, step)
     if row is None:
         require_artifact(backend, name)
         raise NotFound(f"{name} has no version {version}")
@@ -260,11 +265,11 @@ def list_versions(backend: Backend, who: Principal, artifact: object, place: Pla
     name = names.artifact_name(artifact)
     who.require("read", name)
     require_artifact(backend, name)
-    rows = backend.conn().execute(_ALL_VERSIONS, {"artifact": name}).mappings().all()
+    rows = store.versions.every(backend.conn(), name)
     return {"versions": [version_json(backend, r, place, files=False) for r in rows]}
 
 
 def require_artifact(backend: Backend, name: str) -> None:
     """404 `not_found` for an artifact nobody made (READ-1.b), for every call naming one."""
-    if backend.conn().execute(_ARTIFACT_EXISTS, {"artifact": name}).first() is None:
+    if not store.artifacts.exists(backend.conn(), name):
         raise NotFound(f"artifact {name} does not exist")

@@ -19,6 +19,7 @@ import requests
 
 from .config import ENV_KEY, ENV_URL, Place, Settings, redact_key
 from .errors import (
+    NotFound,
     ServerError,
     TransportError,
     Unauthenticated,
@@ -28,6 +29,7 @@ from .errors import (
 
 DEFAULT_TIMEOUT = 30.0
 ATTEMPTS = 6
+RETRY_FOR = 20.0  # seconds of transient failures a call rides out
 TRANSIENT = frozenset({502, 503, 504})
 
 
@@ -56,19 +58,33 @@ class ApiClient:
         return self._call("POST", "/artifacts/open", json=body)
 
     def write_version(self, artifact: str, token: str, version: str,
-                      files: list[dict[str, Any]]) -> dict[str, Any]:
-        """``POST /versions/write``: declare files, get signed PUT URLs."""
-        body = {"artifact": artifact, "token": token, "version": version, "files": files}
+                      files: list[dict[str, Any]], *, upload: str | None = None
+                      ) -> dict[str, Any]:
+        """``POST /versions/write``: declare files, get signed PUT URLs.
+
+        A file is declared ``{"name", "size", "sha256"}``, or streamed ``{"name"}`` (VER-6:
+        its PUT answers its size and sha256). With ``upload`` the files join that upload
+        (VER-5): one version written by many processes holding the token.
+        """
+        body: dict[str, Any] = {"artifact": artifact, "token": token, "version": version,
+                                "files": files}
+        if upload is not None:
+            body["upload"] = upload
         return self._call("POST", "/versions/write", json=body)
 
     def commit(self, artifact: str, token: str, upload: str, *, version: str | None = None,
-               epoch: int | None = None) -> dict[str, Any]:
+               epoch: int | None = None, files: list[dict[str, Any]] | None = None
+               ) -> dict[str, Any]:
         """``POST /versions/commit``: make an uploaded version visible.
 
-        With ``version`` and ``epoch``, a retried commit that meets ``version_exists`` reads
-        the version: when it carries this epoch, the first attempt landed and it is returned.
+        ``files`` lists every streamed file of the upload with the size and sha256 its
+        writer wrote (VER-6). With ``version`` and ``epoch``, a retried commit that meets
+        ``version_exists`` reads the version: when it carries this epoch, the first attempt
+        landed and it is returned.
         """
-        body = {"artifact": artifact, "token": token, "upload": upload}
+        body: dict[str, Any] = {"artifact": artifact, "token": token, "upload": upload}
+        if files:
+            body["files"] = files
         attempts: list[int] = []
         try:
             return self._call("POST", "/versions/commit", json=body, attempts=attempts)
@@ -79,6 +95,18 @@ class ApiClient:
             if existing.get("epoch") != epoch:
                 raise
             return existing
+
+    def delete_version(self, artifact: str, token: str, version: str) -> dict[str, Any]:
+        """``POST /versions/delete``: delete a committed version that is not the latest
+        (VER-7). A retry that finds it gone (``not_found``) was the first attempt landing."""
+        body = {"artifact": artifact, "token": token, "version": version}
+        attempts: list[int] = []
+        try:
+            return self._call("POST", "/versions/delete", json=body, attempts=attempts)
+        except NotFound:
+            if len(attempts) < 2:
+                raise
+            return {"artifact": artifact, "version": version, "deleted_at": None}
 
     def read_version(self, artifact: str, version: str = "latest", *, urls: bool = False,
                      place: Place | None = None) -> dict[str, Any]:
@@ -106,7 +134,12 @@ class ApiClient:
     def _call(self, method: str, path: str, *, attempts: list[int] | None = None,
               **kwargs: Any) -> Any:
         """One operation, retried while it fails transiently; `attempts` records the tries."""
-        for attempt in range(1, ATTEMPTS + 1):
+        # At least ATTEMPTS tries, and on for RETRY_FOR seconds: a database restart behind
+        # the service answers 503 for a few seconds, and a checkpoint must outlive it.
+        deadline = time.monotonic() + RETRY_FOR
+        attempt = 0
+        while True:
+            attempt += 1
             if attempts is not None:
                 attempts.append(attempt)
             try:
@@ -114,10 +147,9 @@ class ApiClient:
             except (TransportError, ServerError) as exc:
                 status = getattr(exc, "status", None)
                 transient = method == "GET" or status is None or status in TRANSIENT
-                if attempt == ATTEMPTS or not transient:
+                if not transient or (attempt >= ATTEMPTS and time.monotonic() > deadline):
                     raise
-                time.sleep(min(2.0, 0.05 * 2**attempt))
-        raise AssertionError("unreachable")
+                time.sleep(min(2.0, 0.05 * 2 ** min(attempt, 6)))
 
     def _once(self, method: str, path: str, **kwargs: Any) -> Any:
         url = self.api_url + path

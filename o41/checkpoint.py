@@ -93,7 +93,7 @@ class Run:
         return self.save_files(step, hash_files(collect(files), self.workers))
 
     def save_files(self, step: int, local: list[LocalFile]) -> Version:
-        """``save`` of files already sized and hashed (the fsspec filesystem stages them)."""
+        """``save`` of files already sized and hashed."""
         name = version_name(step)
         try:
             ticket = self.api.write_version(self.artifact, self.token, name,

@@ -29,6 +29,12 @@ ENV_HOLDER = "O41_HOLDER"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
+# The process this launch began in, and its parent: read once, at import, so a process
+# forked later (a background save, a DataLoader worker) is the same launch, with the same
+# default holder, while a subprocess (it imports this module anew) is another.
+LAUNCH_PID = os.getpid()
+LAUNCH_PPID = os.getppid()
+
 
 @dataclass(frozen=True)
 class Place:
@@ -94,8 +100,8 @@ def place_from_env(env: Mapping[str, str] | None = None) -> Place | None:
 
 def holder_from_env(env: Mapping[str, str] | None = None) -> str:
     """Holder id: ``O41_HOLDER``, else ``<task id>/rank-<rank>`` under SkyPilot, else
-    ``<host>:<pid>``. (``o41 run`` sets ``O41_HOLDER`` for its trainer: one launch, one
-    holder.)
+    ``<host>:<pid>`` of the launch (a fork keeps its parent's). (``o41 run`` sets
+    ``O41_HOLDER`` for its trainer: one launch, one holder.)
 
     When ``SKYPILOT_CLUSTER_INFO`` names the cluster, ``@<cluster>`` follows, so boxes of one
     task on different clusters are told apart; ``same_task`` still sees them as one task.
@@ -110,7 +116,7 @@ def holder_from_env(env: Mapping[str, str] | None = None) -> str:
         holder = f"{task}/rank-{rank}" if rank else task
         cluster = _cluster_name(env.get(ENV_CLUSTER_INFO, ""))
         return f"{holder}@{cluster}" if cluster else holder
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{socket.gethostname()}:{LAUNCH_PID}"
 
 
 def _cluster_name(text: str) -> str | None:

@@ -153,7 +153,7 @@ def put(conns: Connections, url: str, body: bytes | memoryview | Path, size: int
         conn.putheader("Content-Type", "application/octet-stream")
         conn.endheaders()
         if not isinstance(body, Path):
-            conn.sock.sendall(body)  # a memoryview of a staged file goes without a copy
+            conn.sock.sendall(body)  # bytes or a memoryview go without a copy
             tick(size)
         else:
             with open(body, "rb") as f:

@@ -9,18 +9,26 @@ The hierarchy (exit code of the ``o41`` CLI on the right)::
     └── ApiError(status, code, message)        1  an error body from the API
         ├── InvalidArgument    400 invalid_argument     3
         ├── Unauthenticated    401 unauthenticated      4
-        ├── Forbidden          403 forbidden            4
-        ├── NotFound           404 not_found            5
+        ├── Forbidden          403 forbidden            4  also a PermissionError
+        ├── NotFound           404 not_found            5  also a FileNotFoundError
         ├── PayloadTooLarge    413 payload_too_large    6
         ├── ServerError        5xx (any code)           7
         └── Conflict           409                      6
             ├── HasCheckpoints     has_checkpoints
             ├── NotEmpty           not_empty
-            ├── VersionExists      version_exists
-            │   └── Immutable      version_exists        a removal or rename of a committed file
+            ├── VersionExists      version_exists           also a FileExistsError
+            │   └── Immutable      version_exists           mv of a committed file, rm of an
+            │                                               artifact; also a PermissionError
             ├── NotAfterLatest     not_after_latest
+            ├── IsLatest           is_latest             a delete of the latest version
             ├── Incomplete         incomplete
-            └── Fenced             fenced               8  names who fenced the run
+            └── Fenced             fenced               8  names who fenced the run; also a
+                                                           PermissionError
+
+Errors map once, as s3fs's do (``s3fs.errors``): the classes that have a builtin meaning are
+also that builtin ``OSError``, so code that knows nothing of o41 (fsspec's ``exists``,
+Lightning, DCP) sees the failure it knows: ``except FileNotFoundError`` catches a missing
+version, ``except PermissionError`` a key without access. ``str(exc)`` is the message alone.
 
 Third-party errors (requests, OSError from sockets) are mapped to these at the boundary in
 ``o41.api`` and ``o41.transfer``; callers never need to import ``requests``.
@@ -93,6 +101,20 @@ class ApiError(O41Error):
         """The human sentence, as given to the constructor."""
         return str(self.args[0]) if self.args else ""
 
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Picklable with its attributes: DCP gathers a rank's failure to the coordinator."""
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[ApiError], message: str, state: dict[str, Any]) -> ApiError:
+    exc = cls.__new__(cls, message)
+    exc.args = (message,)
+    exc.__dict__.update(state)
+    return exc
+
 
 class InvalidArgument(ApiError):
     code = "invalid_argument"
@@ -104,12 +126,16 @@ class Unauthenticated(ApiError):
     exit_code = ExitCode.AUTH
 
 
-class Forbidden(ApiError):
+class Forbidden(ApiError, PermissionError):
+    """The key may not do this (AUTH-2, AUTH-3): as a bucket without access refuses."""
+
     code = "forbidden"
     exit_code = ExitCode.AUTH
 
 
-class NotFound(ApiError):
+class NotFound(ApiError, FileNotFoundError):
+    """No such artifact, version or upload."""
+
     code = "not_found"
     exit_code = ExitCode.NOT_FOUND
 
@@ -137,7 +163,10 @@ class NotEmpty(Conflict):
     code = "not_empty"
 
 
-class VersionExists(Conflict):
+class VersionExists(Conflict, FileExistsError):
+    """The version is committed already (VER-2): as an object store refuses a create-only
+    write of a key that exists."""
+
     code = "version_exists"
 
 
@@ -153,6 +182,16 @@ class Immutable(VersionExists, PermissionError):
 
 class NotAfterLatest(Conflict):
     code = "not_after_latest"
+
+
+class IsLatest(Conflict, PermissionError):
+    """A delete of the artifact's latest version (VER-7): a run resumes from it, so it stays.
+
+    A ``PermissionError`` too, as a bucket's refused delete is, so a retention loop that
+    logs and goes on (torchtitan's purge thread) does so here.
+    """
+
+    code = "is_latest"
 
 
 class Incomplete(Conflict):
@@ -202,6 +241,7 @@ _BY_CODE: dict[str, type[ApiError]] = {
         NotEmpty,
         VersionExists,
         NotAfterLatest,
+        IsLatest,
         Incomplete,
         Fenced,
     )
@@ -234,7 +274,7 @@ CODES: tuple[str, ...] = tuple(_BY_CODE)
 
 __all__ = [
     "CODES", "ApiError", "ConfigError", "Conflict", "ExitCode", "Fenced", "Forbidden",
-    "HasCheckpoints", "Immutable", "Incomplete", "IntegrityError", "InvalidArgument",
+    "HasCheckpoints", "Immutable", "Incomplete", "IntegrityError", "InvalidArgument", "IsLatest",
     "NotAfterLatest", "NotEmpty", "NotFound", "O41Error", "PayloadTooLarge", "ServerError",
     "TransportError", "Unauthenticated", "VersionExists", "from_response",
 ]

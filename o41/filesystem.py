@@ -30,21 +30,20 @@ from typing import Any
 from fsspec.spec import AbstractFileSystem
 from fsspec.utils import isfilelike
 
-from . import fsrun
+from . import fsretain, fsrun
 from .api import ApiClient
 from .config import Place, Settings
 from .errors import ConfigError, NotFound, TransportError
 from .fspaths import O41Path, parse, step_in_name
 from .fsread import ReadFile
-from .fsstage import DEFAULT_MARKERS, DEFAULT_PARTS, StepTransaction, is_marker, shared_staging
+from .fsstage import DEFAULT_MARKERS, DEFAULT_PARTS, StepTransaction, is_marker
+from .fsstream import BUFFER
 from .fswrite import StepWriter
 from .memread import read_range
 from .models import FileEntry, Version
 from .transfer import WORKERS, download
 
 SIGNED_FOR = 60.0  # at most this many seconds a signed listing is reused
-MODES = ("auto", "write", "read")
-ENV_MODE = "O41_MODE"
 
 
 class O41FileSystem(StepWriter, AbstractFileSystem):
@@ -59,9 +58,9 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
                  place: str | None = None, resume: str | None = "latest",
                  markers: tuple[str, ...] | list[str] = DEFAULT_MARKERS,
                  parts: tuple[str, ...] | list[str] = DEFAULT_PARTS,
-                 workers: int = WORKERS, staging_dir: str | None = None,
-                 holder: str | None = None, mode: str | None = None,
-                 on_fenced: str | None = None, **kwargs: Any) -> None:
+                 workers: int = WORKERS, holder: str | None = None,
+                 mode: str | None = None, on_fenced: str | None = None,
+                 write_buffer: int = BUFFER, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         env = dict(os.environ)
         env.update({k: v for k, v in (("O41_ARTIFACTS_API_URL", api_url),
@@ -74,24 +73,53 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         self.markers = tuple(markers)
         self.parts = tuple(parts)
         self.workers = workers
-        self.mode = _mode(mode)
+        self.mode = fsrun.mode_of(mode)
+        if not isinstance(write_buffer, int) or not 1 << 20 <= write_buffer <= 1 << 34:
+            raise ConfigError(f"write_buffer={write_buffer!r}: bytes of one open file held in "
+                              "memory, 1 MiB to 16 GiB")
+        self.write_buffer = write_buffer
         self.on_fenced = fsrun.on_fenced_policy(on_fenced)
         self.api = ApiClient.from_settings(settings)
         self._signed_cache: dict[tuple[str, str], tuple[float, Version]] = {}
         self._latest: dict[str, str] = {}  # artifact -> the version ``latest`` means here
         self._lock = threading.RLock()
         self._local = threading.local()
-        self._staging = shared_staging(self.api.api_url, self.holder, staging_dir)
         _mend_lightning()
 
+    @staticmethod
+    def _get_kwargs_from_urls(path: str) -> dict[str, Any]:
+        """fsspec asks this at every ``url_to_fs``/``open`` of an ``o41://`` URL, cached
+        instance or not: the moment to teach a framework loaded since (``_mend_lightning``)."""
+        _mend_lightning()
+        return {}
+
     # -- paths ------------------------------------------------------------------------------
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> Any:
+        """``o41://P/N/x`` -> ``P/N/x``; also ``o41:/P/N/x``, which ``pathlib`` makes of a URL
+        (Ray Train joins its ``storage_path`` with ``Path(...).as_posix()``)."""
+        if isinstance(path, str) and path.startswith("o41:/") and path[5:6] != "/":
+            path = "o41://" + path[5:]
+        return super()._strip_protocol(path)
 
     def _split(self, path: str) -> O41Path:
         """The parsed path; under ``mode="write"`` the first touch of an artifact opens it."""
         found = parse(self._strip_protocol(path))
         if self.mode == "write":
-            self.run(found.artifact)
+            self.launch(found.artifact)
         return found
+
+    def commit_step(self, key: Any, held: bool = False,
+                    extra: list[dict[str, Any]] | None = None) -> Version | None:
+        """Commit a step (``o41.fswrite``); then the deletes that waited for a later step
+        (``o41.fsretain``: the latest is deleted once it is not the latest)."""
+        version = super().commit_step(key, held, extra)
+        if version is not None:
+            fsretain.after_commit(self, key[0])
+        return version
+
+    _commit_step = commit_step
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -122,6 +150,16 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
             if version == "latest":
                 self._latest[artifact] = found.version
         return found
+
+    def version(self, artifact: str, version: str = "latest") -> Version:
+        """A committed version, signed; ``latest`` as this instance holds it."""
+        if version == "latest":
+            version = self._latest_name(artifact)
+        return self._signed(artifact, version)
+
+    def version_of(self, path: str) -> Version:
+        """The committed version that holds ``path`` (``o41://P/N/<file>`` at the top too)."""
+        return self._version_of(parse(self._strip_protocol(path)))
 
     def hold_latest(self, artifact: str, version: str | None) -> None:
         """Make ``latest`` mean ``version`` here (after a commit, a listing, a marker)."""
@@ -229,6 +267,15 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
     def _file_info(name: str, e: FileEntry) -> dict[str, Any]:
         return {"name": name, "type": "file", "size": e.size, "sha256": e.sha256}
 
+    def exists(self, path: str, **kwargs: Any) -> bool:
+        """Whether ``path`` names something; a key without access raises ``o41.Forbidden``
+        (a ``PermissionError``), as s3fs does, instead of answering False."""
+        try:
+            self.info(path)
+        except FileNotFoundError:
+            return False
+        return True
+
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         where = self._split(path)
         base = self._strip_protocol(path).rstrip("/")
@@ -335,19 +382,28 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         return self._open_write(path, mode, autocommit)
 
 
-def _mode(value: str | None) -> str:
-    mode = (value or os.environ.get(ENV_MODE, "") or "auto").strip().lower()
-    if mode not in MODES:
-        raise ConfigError(f"mode={mode!r} (or {ENV_MODE}) must be one of {', '.join(MODES)}")
-    return mode
-
-
 def _mend_lightning() -> None:
-    """Teach a loaded Lightning o41's layout (``o41.lightning``), once; a no-op without it."""
-    if any(m in sys.modules for m in ("lightning.pytorch", "pytorch_lightning")):
+    """Teach a loaded Lightning o41's layout (``o41.lightning``) and a loaded DCP its
+    many-rank checkpoints (``o41.dcp``), once each; a no-op without them. Called at every
+    ``url_to_fs`` of an ``o41://`` URL too, so the order of imports and of fsspec's
+    instance cache does not matter."""
+    loaded = {m for m in _FRAMEWORKS if m in sys.modules} - _mended
+    if not loaded:
+        return
+    if loaded & {"lightning.pytorch", "pytorch_lightning"}:
         from .lightning import mend
 
         mend()
+    if "torch.distributed.checkpoint._fsspec_filesystem" in loaded:
+        from .dcp import mend as mend_dcp
+
+        mend_dcp()
+    _mended.update(loaded)
+
+
+_FRAMEWORKS = ("lightning.pytorch", "pytorch_lightning",
+               "torch.distributed.checkpoint._fsspec_filesystem")
+_mended: set[str] = set()
 
 
 def _reuse_for(version: Version) -> float:

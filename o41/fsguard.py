@@ -2,20 +2,22 @@
 
 A step that is committed already (VER-2, ``version_exists``), or not after the latest
 (VER-3, ``not_after_latest``), would be refused at its commit, after every file of it was
-written and staged: a DCP save of 10 GB into ``step-00000100`` that a previous launch
-committed would stage 10 GB, then fail. So the first file this process writes into a step
+written and uploaded: a DCP save of 10 GB into ``step-00000100`` that a previous launch
+committed would upload 10 GB, then fail. So the first file this process writes into a step
 asks the artifact once (one GET per step, not per file) and is refused at its open.
 
-Removals: an s3fs user's ``fs.rm`` deletes; here committed versions are immutable, so it is
-refused as ``o41.Immutable`` (a ``PermissionError`` with code ``version_exists``), and a
-path that names nothing is a ``FileNotFoundError``, as on s3fs.
+Removals: an s3fs user's ``fs.rm`` deletes, and so does this one, within the contract's
+retention rule (VER-7): a committed version other than the latest is deleted, the latest is
+refused with ``o41.IsLatest``, and a path that names nothing is a ``FileNotFoundError``, as
+on s3fs (``o41.fsretain``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import Immutable, NotAfterLatest, NotFound, VersionExists
+from . import fsretain, fsrun
+from .errors import NotAfterLatest, NotFound, VersionExists
 from .fsstage import StepKey
 
 
@@ -25,9 +27,9 @@ def check_new_step(fs: Any, key: StepKey) -> None:
     A fenced zombie is told it is fenced (and stops), not that the relaunch's step exists.
     """
     artifact, version = key
-    with fs._staging.lock:
-        if key in fs._staging.steps:
-            return  # a later file of a step this process is writing: asked already
+    launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
+    if launch is not None and launch.has_step(version):
+        return  # a later file of a step this process is writing: asked already
     try:
         latest = fs.api.read_artifact(artifact).get("latest")
     except NotFound:
@@ -65,14 +67,10 @@ def _holding(files: list[str]) -> str:
 
 
 def refuse_removal(fs: Any, path: str) -> None:
-    """The error ``rm`` of a path that is not staged gets: immutable, or not found."""
-    if not fs.exists(path):
-        raise FileNotFoundError(f"{path}: no such file, version or artifact")
-    where = fs._split(path)
-    fs._refuse_if_fenced(where.artifact)
-    what = "its versions are" if where.version is None and not where.name else "it is"
-    raise Immutable(f"{path}: committed, and {what} immutable (version_exists, VER-2): "
-                    "o41 keeps every committed version; nothing was removed", status=409)
+    """``rm`` of a path that is not being written: a committed version is deleted, or the
+    removal refused, as ``o41.fsretain`` tells (VER-7); a path that names nothing is not
+    found."""
+    fsretain.remove(fs, path)
 
 
 __all__ = ["check_new_step", "refuse_removal"]

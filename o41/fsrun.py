@@ -1,26 +1,34 @@
-"""One open per launch, and a fenced launch that stops.
+"""One launch per process and artifact: the open, its token, the fence watch and the uploads.
 
 A trainer's process may hold many ``o41://`` filesystem instances (fsspec keeps one per
 thread and per set of options), but it is ONE launch: every instance of a process shares
-the run opened for an artifact here, so a save from a helper thread never opens again and
-fences its own main thread.
+the ``Launch`` of an artifact here, which owns, under one lock, the open (the token and its
+epoch), the watch for a newer open, and the upload of every step being written. A save from
+a helper thread never opens again and fences its own main thread, and a process forked
+after the open (a background save, a DataLoader worker) is the same launch: it writes under
+its parent's open and never opens.
 
 A launch that a newer one fenced must stop, not train on: Lightning's ``_atomic_save``
 swallows the ``PermissionError`` a refused write raises, and a zombie would otherwise burn
-its GPU to the end and exit 0. So a run opened here is watched: every ``O41_FENCE_CHECK``
-seconds (default 2) the artifact's epoch is read, and a newer epoch, or a write refused as
+its GPU to the end and exit 0. So a launch is watched: every ``O41_FENCE_CHECK`` seconds
+(default 2) the artifact's epoch is read, and a newer epoch, or a write refused as
 ``fenced``, ends the process with exit code 8 and one line naming the newer holder and
 epoch. ``O41_ON_FENCED=raise`` (storage option ``on_fenced="raise"``) makes it raise
 ``o41.Fenced`` instead, for code that handles fencing itself. Nothing a fenced process
 writes becomes visible either way: the service refuses its token (FENCE-2, FENCE-3).
 
-``o41 run o41://P/N -- CMD`` opens before CMD starts and hands the open to it in
-``O41_RUN`` (JSON), so any trainer, even one whose first touch of the artifact is a read,
-is fenced at launch.
+Who is the launch: ``o41 run o41://P/N -- CMD`` opens before CMD starts and hands the open
+to it in ``O41_RUN`` (JSON, naming the launcher's pid), and ``O41_MODE=write`` is marked
+with the pid it was set for (``O41_MODE_PID``). Both apply to that process, its forks and,
+under ``torchrun``, its ranks; not to an unrelated subprocess, such as the trainer's own
+evaluation job, which reads. A rank of a distributed job that was handed an upload through
+DCP's plan (``o41.dcp``) joins that upload: it holds the token, never opens, and never
+commits.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -28,12 +36,15 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from .api import ApiClient
 from .checkpoint import Run
 from .checkpoint import open as open_run
-from .config import Place, Settings
-from .errors import ApiError, ConfigError, ExitCode, Fenced, TransportError
+from .config import LAUNCH_PID, LAUNCH_PPID, Place, Settings
+from .errors import ApiError, ConfigError, ExitCode, Fenced, InvalidArgument, TransportError
+from .fsstream import check_answer, put_whole
 from .models import Version
 
 log = logging.getLogger("o41")
@@ -41,28 +52,15 @@ log = logging.getLogger("o41")
 ENV_RUN = "O41_RUN"
 ENV_ON_FENCED = "O41_ON_FENCED"
 ENV_FENCE_CHECK = "O41_FENCE_CHECK"
+ENV_MODE = "O41_MODE"
+ENV_MODE_PID = "O41_MODE_PID"
 ON_FENCED = ("exit", "raise")
+MODES = ("auto", "write", "read")
 FENCE_CHECK = 2.0
-
-# Keyed by (API, artifact, holder): a process is one launch with one holder; instances
-# given other holders (storage option ``holder``) are other launches, as in tests.
-_runs: dict[tuple[str, str, str], Run] = {}
-_fenced: dict[tuple[str, str, str], Fenced] = {}
-_keys: dict[int, tuple[str, str, str]] = {}  # id(run) -> its key (runs are not hashable)
-_lock = threading.RLock()
+FENCE_CHECK_RANGE = (0.1, 3600.0)  # seconds; 0 turns the watch off
 
 
-def _forget_after_fork() -> None:
-    """A forked child (a DataLoader worker) is not the launch: it holds no open, no watch."""
-    global _lock
-    _runs.clear()
-    _fenced.clear()
-    _keys.clear()
-    _lock = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_forget_after_fork)
-
+# -- settings -------------------------------------------------------------------------------
 
 def on_fenced_policy(value: str | None, env: Mapping[str, str] | None = None) -> str:
     """``exit`` (the default) or ``raise``, from the option or ``O41_ON_FENCED``."""
@@ -84,70 +82,439 @@ def fence_check_every(env: Mapping[str, str] | None = None) -> float:
         every = float(text)
     except ValueError:
         every = -1.0
-    if not 0 <= every <= 3600:
-        raise ConfigError(f"{ENV_FENCE_CHECK}={text!r} must be a number of seconds in "
-                          "0..3600 (0: no watch)")
+    low, high = FENCE_CHECK_RANGE
+    if every != 0 and not low <= every <= high:
+        raise ConfigError(f"{ENV_FENCE_CHECK}={text!r} must be 0 (no watch) or a number of "
+                          f"seconds in {low:g}..{high:g}")
     return every
 
 
-def shared_run(api: ApiClient, artifact: str, *, resume: str | None, settings: Settings,
-               place: Place | None, holder: str, workers: int, on_fenced: str) -> Run:
-    """The process's run for ``artifact``: handed over by ``o41 run``, or opened now, once."""
+def mode_of(value: str | None, env: Mapping[str, str] | None = None) -> str:
+    """Who opens: the ``mode`` option, else ``O41_MODE`` when it was set for this launch.
+
+    ``O41_MODE`` is marked with the pid of the first launch that reads it (``O41_MODE_PID``),
+    so a subprocess of that launch (its evaluation job) that inherits both is ``auto``; and
+    in a ``torchrun`` job only global rank 0 honours ``write`` (the other ranks must never
+    open: they would fence each other).
+    """
+    if value:
+        mode = value.strip().lower()
+        source = "mode"
+    else:
+        env = os.environ if env is None else env
+        mode = env.get(ENV_MODE, "").strip().lower() or "auto"
+        source = ENV_MODE
+        if env is os.environ and mode != "auto" and ENV_MODE_PID not in os.environ:
+            os.environ[ENV_MODE_PID] = str(LAUNCH_PID)
+        mark = env.get(ENV_MODE_PID, "").strip()
+        if mode == "write" and mark and mark != str(LAUNCH_PID):
+            return "auto"  # inherited from the launch that set it: its subprocess reads
+        if mode == "write" and env.get("RANK", "0").strip() not in ("", "0"):
+            return "auto"
+    if mode not in MODES:
+        raise ConfigError(f"{source}={mode!r} must be one of {', '.join(MODES)}")
+    return mode
+
+
+def _launched_by(pid_text: str, env: Mapping[str, str]) -> bool:
+    """Whether this launch is ``pid``'s own child, or a ``torchrun`` rank of its child."""
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if LAUNCH_PPID == pid:
+        return True
+    return bool(env.get("TORCHELASTIC_RUN_ID")) and _parent_of(LAUNCH_PPID) == pid
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# -- the launch -----------------------------------------------------------------------------
+
+@dataclass
+class StepUpload:
+    """One step being written by this launch: its upload and what each file became."""
+
+    version: str
+    upload: str | None = None
+    urls: dict[str, str] = field(default_factory=dict)  # declared name -> signed PUT URL
+    done: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> size, sha256
+    writing: dict[str, int] = field(default_factory=dict)  # names open for writing
+    memory: dict[str, bytes] = field(default_factory=dict)  # held files (``*.tmp``)
+    lost: set[str] = field(default_factory=set)  # streamed, then removed or cut short
+    holds: int = 0
+    joined: bool = False  # handed over by the job's coordinator, who commits it
+
+    def files(self) -> list[dict[str, Any]]:
+        return [{"name": n, "size": s, "sha256": h} for n, (s, h) in sorted(self.done.items())]
+
+    @property
+    def names(self) -> list[str]:
+        return sorted({*self.done, *self.memory, *self.writing})
+
+
+class Launch:
+    """The writing state of one process for one artifact (``o41.fsrun`` docstring)."""
+
+    def __init__(self, run: Run, policy: str, *, joined: bool = False) -> None:
+        self.run = run
+        self.policy = policy
+        self.joined = joined  # holds a handed-over token: never opens, never commits alone
+        self.lock = threading.RLock()
+        self.steps: dict[str, StepUpload] = {}
+        self.stopped: Fenced | None = None
+        self.latest: str | None = None  # the version this launch committed last
+        self._watching = False
+
+    @property
+    def artifact(self) -> str:
+        return self.run.artifact
+
+    @property
+    def token(self) -> str:
+        return self.run.token
+
+    @property
+    def epoch(self) -> int:
+        return self.run.epoch
+
+    # -- fencing --------------------------------------------------------------------------
+
+    def watch(self, every: float | None = None) -> None:
+        """Start the fence watch (again, in a forked child), unless it is off."""
+        every = fence_check_every() if every is None else every
+        with self.lock:
+            if self._watching or every <= 0:
+                return
+            self._watching = True
+        threading.Thread(target=self._watch, args=(every,), daemon=True,
+                         name=f"o41-fence-watch-{self.artifact}").start()
+
+    def _watch(self, every: float) -> None:
+        pid = os.getpid()
+        while True:
+            time.sleep(every)
+            if os.getpid() != pid or self.stopped is not None:
+                return
+            exc = self.superseded()
+            if exc is not None:
+                self.fenced(exc)
+                return
+
+    def superseded(self) -> Fenced | None:
+        """``Fenced`` naming the newer holder when the artifact moved past this epoch."""
+        return superseded(self.run)
+
+    def check(self) -> None:
+        """Raise the recorded ``Fenced`` (under ``raise``, writes stay refused)."""
+        if self.stopped is not None:
+            raise self.stopped
+
+    def fenced(self, exc: Fenced) -> Fenced:
+        """Record that this launch is fenced; under ``exit``, end the process here and now.
+
+        Returns the exception to raise under ``raise``. Exiting from any thread, at once, is
+        the point: frameworks catch exceptions, and a fenced launch must not train on.
+        """
+        with self.lock:
+            if self.stopped is None:
+                self.stopped = exc
+        if self.policy == "raise":
+            return self.stopped
+        message = " ".join(str(exc).split())
+        try:
+            sys.stdout.flush()
+            sys.stderr.write(f"o41: fenced: {message}; stopping this process (exit "
+                             f"{int(ExitCode.FENCED)}; {ENV_ON_FENCED}=raise raises o41.Fenced "
+                             "instead)\n")
+            sys.stderr.flush()
+        finally:
+            os._exit(int(ExitCode.FENCED))
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """An API call with this launch's token: a ``fenced`` refusal stops the launch."""
+        self.check()
+        try:
+            return fn(*args, **kwargs)
+        except Fenced as exc:
+            raise self.fenced(self.run._explain_fenced(exc, what)) from None
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def step(self, version: str) -> StepUpload:
+        with self.lock:
+            found = self.steps.get(version)
+            if found is None:
+                found = self.steps[version] = StepUpload(version)
+            return found
+
+    def has_step(self, version: str) -> bool:
+        with self.lock:
+            return version in self.steps
+
+    def declare(self, version: str, names: list[str]) -> dict[str, str]:
+        """Signed PUT URLs of streamed files of ``version`` (VER-6), declared once each:
+        the step's first declaration starts its upload, later ones join it (VER-5)."""
+        with self.lock:
+            step = self.step(version)
+            new = [n for n in dict.fromkeys(names) if n not in step.urls]
+            if new:
+                if step.upload is None and self.joined and not step.joined:
+                    raise ConfigError(
+                        f"o41://{self.artifact}/{version}: this process was handed the "
+                        "token of another launch, without an upload for this step; only "
+                        "the launch that opened the artifact starts a step")
+                reply = self._call(version, self.run.api.write_version, self.artifact, self.token,
+                                   version, [{"name": n} for n in new], upload=step.upload)
+                step.upload = step.upload or reply["upload"]
+                step.urls.update({f["name"]: f["url"] for f in reply["files"]})
+            return {n: step.urls[n] for n in names}
+
+    def join(self, version: str, upload: str) -> StepUpload:
+        """Take part in an upload another process of the job started (DCP's coordinator)."""
+        with self.lock:
+            step = self.step(version)
+            if step.upload not in (None, upload):
+                raise InvalidArgument(f"o41://{self.artifact}/{version}: this process "
+                                      f"writes upload {step.upload}, not {upload}", status=400)
+            step.upload, step.joined = upload, True
+            return step
+
+    def writing(self, version: str, name: str, opened: bool) -> None:
+        with self.lock:
+            step = self.step(version)
+            left = step.writing.get(name, 0) + (1 if opened else -1)
+            if left > 0:
+                step.writing[name] = left
+            else:
+                step.writing.pop(name, None)
+
+    def finished(self, version: str, name: str, size: int, sha256: str) -> None:
+        """A file's PUT answered: its size and sha256 go into the commit's list."""
+        with self.lock:
+            step = self.step(version)
+            step.done[name] = (size, sha256)
+            step.lost.discard(name)
+            step.memory.pop(name, None)
+
+    def held_in_memory(self, version: str, name: str, data: bytes) -> None:
+        with self.lock:
+            step = self.step(version)
+            step.memory[name] = data
+            step.done.pop(name, None)
+
+    def remove(self, version: str, name: str) -> bool:
+        """Forget a written file; False when this launch wrote none of that name. A file
+        that streamed already stays declared in the upload: the step cannot commit
+        without it, unless it is written again."""
+        with self.lock:
+            step = self.steps.get(version)
+            if step is None or name not in {*step.done, *step.memory, *step.writing}:
+                return False
+            step.memory.pop(name, None)
+            if step.done.pop(name, None) is not None:
+                step.lost.add(name)
+            return True
+
+    def lose(self, version: str, name: str) -> None:
+        """A file whose PUT was cut short (its writer failed): not in the upload."""
+        with self.lock:
+            step = self.steps.get(version)
+            if step is not None and name in step.urls and name not in step.done:
+                step.lost.add(name)
+
+    def hold(self, version: str) -> None:
+        """Keep closes and transactions of other threads from committing ``version``: its
+        commit is made later, by whoever holds it (a Lightning fit's pending step)."""
+        with self.lock:
+            self.step(version).holds += 1
+
+    def release(self, version: str) -> None:
+        with self.lock:
+            step = self.steps.get(version)
+            if step is not None and step.holds > 0:
+                step.holds -= 1
+
+    def is_held(self, version: str) -> bool:
+        with self.lock:
+            step = self.steps.get(version)
+            return step is not None and step.holds > 0
+
+    def pop(self, version: str) -> StepUpload | None:
+        with self.lock:
+            return self.steps.pop(version, None)
+
+    def discard(self, version: str) -> None:
+        """Drop a step: nothing of it becomes visible (the service reclaims its upload)."""
+        self.pop(version)
+
+    def commit(self, version: str, extra: list[dict[str, Any]] | None = None) -> Version:
+        """Commit the step as ONE version listing every streamed file (VER-6), with the
+        files other processes of the job wrote into its upload (``extra``). Files held in
+        memory (``*.tmp`` never renamed) are sent first. The step is gone afterwards,
+        committed or not."""
+        try:
+            step = self.step(version)
+            for name, data in sorted(step.memory.items()):
+                answer = put_whole(self.declare(version, [name])[name], data)
+                check_answer(name, answer, len(data), hashlib.sha256(data).hexdigest())
+                self.finished(version, name, len(data), answer["sha256"])
+            return self._commit(step, extra)
+        finally:
+            self.pop(version)
+
+    def _commit(self, step: StepUpload, extra: list[dict[str, Any]] | None) -> Version:
+        files = {f["name"]: f for f in step.files()}
+        for f in extra or []:
+            files.setdefault(f["name"], f)
+        lost = sorted(step.lost - files.keys())
+        if lost or step.writing:
+            raise ConfigError(
+                f"o41://{self.artifact}/{step.version}: cannot commit: "
+                + (f"{', '.join(lost)} streamed and then removed or cut short; write it "
+                   "again" if lost else f"{', '.join(sorted(step.writing))} still open"))
+        if step.upload is None:
+            raise ConfigError(f"o41://{self.artifact}/{step.version}: nothing was written")
+        reply = self._call(step.version, self.run.api.commit, self.artifact, self.token,
+                           step.upload, version=step.version, epoch=self.epoch,
+                           files=[files[n] for n in sorted(files)])
+        version = Version.from_json(reply)
+        with self.lock:
+            self.latest = version.version
+        log.info("saved %s/%s (%d bytes) to %s", self.artifact, version.version, version.size,
+                 version.location_name)
+        return version
+
+
+# Keyed by (API, artifact, holder): a process is one launch with one holder; instances
+# given other holders (storage option ``holder``) are other launches, as in tests.
+_launches: dict[tuple[str, str, str], Launch] = {}
+_lock = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child is the same launch: it keeps the opens, with fresh locks (a lock some
+    other thread held at the fork would never be released), and its own fence watch."""
+    global _lock
+    _lock = threading.RLock()
+    for launch in _launches.values():
+        launch.lock = threading.RLock()
+        launch._watching = False
+        with launch.lock:
+            for step in launch.steps.values():
+                step.writing.clear()  # the parent's open files are the parent's
+        if launch.stopped is None:
+            launch.watch()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def shared_launch(api: ApiClient, artifact: str, *, resume: str | None, settings: Settings,
+                  place: Place | None, holder: str, workers: int, on_fenced: str) -> Launch:
+    """The process's launch of ``artifact``: handed over by ``o41 run``, or opened now, once."""
     key = (api.api_url, artifact, holder)
     with _lock:
-        stopped = _fenced.get(key)
-        if stopped is not None:
-            raise stopped
-        run = _runs.get(key)
-        if run is None:
+        launch = _launches.get(key)
+        if launch is None:
             run = handed_over(api, artifact, holder, workers=workers) or open_run(
                 f"o41://{artifact}", resume=resume, settings=settings, api=api, place=place,
                 holder=holder, workers=workers)
-            _runs[key] = run
-            _keys[id(run)] = key
-            every = fence_check_every()
-            if every > 0:
-                threading.Thread(target=_watch, args=(run, every, on_fenced), daemon=True,
-                                 name=f"o41-fence-watch-{artifact}").start()
-        return run
+            launch = _launches[key] = Launch(run, on_fenced)
+            launch.watch()
+    launch.check()
+    return launch
 
 
-def shared_run_if_held(api: ApiClient, artifact: str, holder: str) -> Run | None:
-    """The launch's run of ``artifact`` when it has opened one (a reader has none)."""
+def launch_if_held(api: ApiClient, artifact: str, holder: str) -> Launch | None:
+    """The launch's state of ``artifact`` when it has opened one (a reader has none)."""
     with _lock:
-        return _runs.get((api.api_url, artifact, holder))
+        return _launches.get((api.api_url, artifact, holder))
+
+
+def launches_of(api_url: str, holder: str) -> list[Launch]:
+    """Every launch of this process for one API and holder (one per artifact)."""
+    with _lock:
+        return [v for (url, _, h), v in _launches.items() if (url, h) == (api_url, holder)]
+
+
+def joined_launch(api: ApiClient, artifact: str, holder: str, *, token: str, epoch: int,
+                  version: str, upload: str, on_fenced: str, place: Place | None = None,
+                  workers: int = 8) -> Launch:
+    """This process's part in an upload its job's coordinator started (``o41.dcp``): the
+    token it was handed, the upload, and a fence watch; no open."""
+    key = (api.api_url, artifact, holder)
+    with _lock:
+        launch = _launches.get(key)
+        if launch is None or launch.token != token:
+            run = Run(api=api, artifact=artifact, epoch=epoch, token=token, holder=holder,
+                      place=place, resume_from=None, workers=workers)
+            launch = _launches[key] = Launch(run, on_fenced, joined=True)
+            launch.watch()
+    launch.check()
+    launch.join(version, upload)
+    return launch
 
 
 def handed_over(api: ApiClient, artifact: str, holder: str, *, workers: int,
                 env: Mapping[str, str] | None = None) -> Run | None:
-    """The run ``o41 run`` opened for this process, when it is for this API and artifact
-    (the launcher's holder is the child's: both read it from the same environment)."""
+    """The run ``o41 run`` opened for this process, when it is for this API and artifact,
+    and this process is the one it launched (or a torchrun rank of it)."""
     env = os.environ if env is None else env
     text = env.get(ENV_RUN, "").strip()
     if not text:
         return None
-    try:
-        data = json.loads(text)
-        mine = (data["api_url"] == api.api_url and data["artifact"] == artifact
-                and data["holder"] == holder)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise ConfigError(f"{ENV_RUN} is not the JSON `o41 run` writes: {exc}") from None
-    if not mine:
+    data = parse_handoff(text)
+    launcher = data.get("launcher")
+    if launcher is not None and not _launched_by(str(launcher), env):
+        log.info("o41: %s was set by `o41 run` for another process; this one is its own "
+                 "launch", ENV_RUN)
+        return None
+    if (data["api_url"], data["artifact"], data["holder"]) != (api.api_url, artifact, holder):
         return None
     resume_from = None
     if data.get("resume_from"):
         resume_from = Version.from_json(api.read_version(artifact, data["resume_from"]))
     place = Place.parse(data["place"]) if data.get("place") else None
-    return Run(api=api, artifact=artifact, epoch=int(data["epoch"]), token=data["token"],
+    return Run(api=api, artifact=artifact, epoch=data["epoch"], token=data["token"],
                holder=data["holder"], place=place, resume_from=resume_from, workers=workers)
 
 
-def handoff(run: Run) -> str:
-    """What ``o41 run`` puts in ``O41_RUN`` for its child."""
+def parse_handoff(text: str) -> dict[str, Any]:
+    """``O41_RUN``'s JSON, checked field by field: a bad value is a ``ConfigError``."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_RUN} is not the JSON `o41 run` writes: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{ENV_RUN} is not the JSON object `o41 run` writes")
+    for name, kind in (("api_url", str), ("artifact", str), ("token", str), ("holder", str),
+                       ("epoch", int)):
+        value = data.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool) or value == "":
+            raise ConfigError(f"{ENV_RUN}: {name!r} is missing or not a {kind.__name__}: "
+                              "set it with `o41 run`, or unset it")
+    for name in ("place", "resume_from"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise ConfigError(f"{ENV_RUN}: {name!r} must be a string or null")
+    launcher = data.get("launcher")
+    if launcher is not None and (not isinstance(launcher, int) or isinstance(launcher, bool)):
+        raise ConfigError(f"{ENV_RUN}: 'launcher' must be a pid")
+    return data
+
+
+def handoff(run: Run, launcher: int | None = None) -> str:
+    """What ``o41 run`` puts in ``O41_RUN`` for its child (``launcher``: its own pid)."""
     return json.dumps({"api_url": run.api.api_url, "artifact": run.artifact,
                        "epoch": run.epoch, "token": run.token, "holder": run.holder,
                        "place": str(run.place) if run.place else None,
-                       "resume_from": run.resume_from.version if run.resume_from else None})
+                       "resume_from": run.resume_from.version if run.resume_from else None,
+                       "launcher": os.getpid() if launcher is None else launcher})
 
 
 def superseded(run: Run) -> Fenced | None:
@@ -165,51 +532,7 @@ def superseded(run: Run) -> Fenced | None:
                   artifact=run.artifact, epoch=run.epoch, by_holder=holder, by_epoch=epoch)
 
 
-def fenced(run: Run, exc: Fenced, policy: str) -> Fenced:
-    """Record that ``run`` is fenced; under ``exit``, end the process here and now.
-
-    Returns the exception to raise under ``raise``. Exiting from any thread, at once, is the
-    point: frameworks catch exceptions, and a fenced launch must not train on.
-    """
-    with _lock:
-        _fenced.setdefault(_key(run), exc)
-    if policy == "raise":
-        return exc
-    message = " ".join(str(exc).split())
-    try:
-        sys.stdout.flush()
-        sys.stderr.write(f"o41: fenced: {message}; stopping this process (exit "
-                         f"{int(ExitCode.FENCED)}; {ENV_ON_FENCED}=raise raises o41.Fenced "
-                         "instead)\n")
-        sys.stderr.flush()
-    finally:
-        os._exit(int(ExitCode.FENCED))
-
-
-def check_not_fenced(run: Run) -> None:
-    """Raise the recorded ``Fenced`` of ``run`` (under ``raise``, its writes stay refused)."""
-    with _lock:
-        stopped = _fenced.get(_key(run))
-    if stopped is not None:
-        raise stopped
-
-
-def _key(run: Run) -> tuple[str, str, str]:
-    return _keys.get(id(run), (run.api.api_url, run.artifact, run.holder))
-
-
-def _watch(run: Run, every: float, policy: str) -> None:
-    while True:
-        time.sleep(every)
-        with _lock:
-            if _runs.get(_key(run)) is not run or _key(run) in _fenced:
-                return
-        exc = superseded(run)
-        if exc is not None:
-            fenced(run, exc, policy)
-            return
-
-
-__all__ = ["ENV_FENCE_CHECK", "ENV_ON_FENCED", "ENV_RUN", "check_not_fenced",
-           "fence_check_every", "fenced", "handed_over", "handoff", "on_fenced_policy",
-           "shared_run", "shared_run_if_held", "superseded"]
+__all__ = ["ENV_FENCE_CHECK", "ENV_MODE", "ENV_ON_FENCED", "ENV_RUN", "Launch", "StepUpload",
+           "fence_check_every", "handed_over", "handoff", "joined_launch", "launch_if_held",
+           "launches_of", "mode_of", "on_fenced_policy", "parse_handoff", "shared_launch",
+           "superseded"]

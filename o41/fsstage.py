@@ -1,213 +1,76 @@
-"""Files written under ``o41://P/N/step-XXXXXXXX/`` before their version is committed.
+"""What commits a step written under ``o41://P/N/step-XXXXXXXX/``, and when.
 
 The contract commits a version as one record, after all its files are uploaded (the commit
 goes last: nothing of a step is visible until its writer says it is done, and a writer that
 dies first leaves nothing). fsspec writers, though, open and close files one at a time. So
-a written file is staged on local disk and the step waits for its commit signal: the end of
-a transaction, the end of a ``put``, or the close of a marker file (torch DCP's
-``.metadata``, Orbax's ``commit_success.txt``). A step that never gets one is never
-uploaded, and is named in an ``UncommittedWarning`` when the filesystem goes away.
+each written file streams into its step's upload as it is written (``o41.fsstream``), and
+the step waits for its commit signal: the end of a transaction, the end of a ``put``, or
+the close of a marker file (torch DCP's ``.metadata``, Orbax's ``commit_success.txt``). A
+step that never gets one is never visible (the service reclaims its upload), and is named
+in an ``UncommittedWarning`` when the process exits.
 """
 
 from __future__ import annotations
 
 import atexit
 import fnmatch
-import os
-import shutil
-import tempfile
-import threading
 import warnings
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from fsspec.transaction import Transaction
 
-from .fsbytes import StagingWriter
-
 if TYPE_CHECKING:
     from .filesystem import O41FileSystem
+    from .fsrun import Launch
 
 DEFAULT_MARKERS = (".metadata", "commit_success.txt")
 # Files that are parts of a multi-file checkpoint: closing one waits for its marker (DCP's
 # shards, and its ``.metadata.tmp`` before the rename onto ``.metadata``).
 DEFAULT_PARTS = ("*.distcp", "*.tmp")
+# Files held in memory until renamed (a streamed file's name cannot change once sent).
+HELD = ("*.tmp",)
 StepKey = tuple[str, str]  # (artifact, version)
-STAGE_PREFIX = "o41-stage-"
 
 
 class UncommittedWarning(UserWarning):
     """A step was written but got no commit signal: it is not, and will not be, visible."""
 
 
-@dataclass
-class Step:
-    """The staged files of one version: name -> local path (a staged copy or the caller's)."""
-
-    artifact: str
-    version: str
-    files: dict[str, Path] = field(default_factory=dict)
-    tmpdir: Path | None = None
-
-    @property
-    def location(self) -> str:
-        return f"o41://{self.artifact}/{self.version}"
+def uncommitted(launches: Iterable[Launch]) -> list[tuple[Launch, str, list[str]]]:
+    """Steps of ``launches`` with written files and no commit (a joined step, a DCP rank's
+    part of its coordinator's upload, is the coordinator's to commit)."""
+    found = []
+    for launch in launches:
+        with launch.lock:
+            for step in launch.steps.values():
+                if step.names and not step.joined:
+                    found.append((launch, step.version, step.names))
+    return found
 
 
-class Staging:
-    """Every uncommitted step of one process and API; safe to use from many threads.
-
-    Shared by all filesystem instances of the process (``shared_staging``): DCP's writer
-    threads, a helper thread's instance and the main thread's instance stage into the same
-    steps, and the marker closed by any of them commits them all.
-    """
-
-    def __init__(self, root: str | None = None) -> None:
-        self.root = root
-        self.steps: dict[StepKey, Step] = {}
-        self.held: dict[StepKey, int] = {}  # steps whose commit another thread will make
-        self.lock = threading.RLock()
-
-    def hold(self, key: StepKey) -> None:
-        """Keep closes and transactions of other threads from committing ``key``: its commit
-        is made later, by whoever holds it (an async Lightning save's executor)."""
-        with self.lock:
-            self.held[key] = self.held.get(key, 0) + 1
-
-    def release(self, key: StepKey) -> None:
-        with self.lock:
-            left = self.held.get(key, 0) - 1
-            if left > 0:
-                self.held[key] = left
-            else:
-                self.held.pop(key, None)
-
-    def is_held(self, key: StepKey) -> bool:
-        with self.lock:
-            return key in self.held
-
-    def new_file(self, key: StepKey) -> Path:
-        """A fresh local file to stage one written file of ``key`` in."""
-        with self.lock:
-            step = self._step(key)
-            if step.tmpdir is None:
-                step.tmpdir = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-",
-                                                    dir=self.root))
-            fd, name = tempfile.mkstemp(dir=step.tmpdir)
-        open(fd).close()
-        return Path(name)
-
-    def add(self, key: StepKey, name: str, path: Path) -> None:
-        with self.lock:
-            self._step(key).files[name] = path
-
-    def remove(self, key: StepKey, name: str) -> bool:
-        """Forget a staged file; False when there was none of that name."""
-        with self.lock:
-            step = self.steps.get(key)
-            if step is None or name not in step.files:
-                return False
-            step.files.pop(name)
-            return True
-
-    def rename(self, key: StepKey, old: str, new: str) -> bool:
-        with self.lock:
-            step = self.steps.get(key)
-            if step is None or old not in step.files:
-                return False
-            step.files[new] = step.files.pop(old)
-            return True
-
-    def staged(self, key: StepKey, name: str) -> Path | None:
-        with self.lock:
-            step = self.steps.get(key)
-            return step.files.get(name) if step else None
-
-    def pop(self, key: StepKey) -> Step | None:
-        with self.lock:
-            return self.steps.pop(key, None)
-
-    def discard(self, key: StepKey) -> None:
-        step = self.pop(key)
-        if step is not None:
-            cleanup(step)
-
-    def _step(self, key: StepKey) -> Step:
-        if key not in self.steps:
-            self.steps[key] = Step(*key)
-        return self.steps[key]
-
-
-_shared: dict[tuple[str, str, str | None], Staging] = {}
-_shared_lock = threading.Lock()
-
-
-def shared_staging(api_url: str, holder: str, root: str | None = None) -> Staging:
-    """The launch's staging (one API, one holder: ``o41.fsrun``'s key); the first use in a
-    process reclaims what dead processes left."""
-    with _shared_lock:
-        staging = _shared.get((api_url, holder, root))
-        if staging is None:
-            reclaim_dead(root)
-            staging = _shared[(api_url, holder, root)] = Staging(root)
-            atexit.register(warn_uncommitted, staging)
-        return staging
-
-
-def _forget_after_fork() -> None:
-    global _shared_lock
-    _shared.clear()
-    _shared_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_after_fork)
-
-
-def reclaim_dead(root: str | None = None) -> list[Path]:
-    """Remove staging folders of processes that no longer run (a killed save leaves one)."""
-    base = Path(root or tempfile.gettempdir())
+def warn_uncommitted(launches: Iterable[Launch]) -> list[str]:
+    """Warn about, and drop, every uncommitted step; returns their locations."""
     gone = []
-    for folder in base.glob(f"{STAGE_PREFIX}*-*"):
-        pid_text = folder.name[len(STAGE_PREFIX):].partition("-")[0]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        gone.append(folder)
+    for launch, version, names in uncommitted(launches):
+        launch.discard(version)
+        where = f"o41://{launch.artifact}/{version}"
+        gone.append(where)
+        warnings.warn(
+            f"{where} was written ({', '.join(names)}) but never committed, so it is not "
+            "visible: end a transaction, put the directory, or close a marker file "
+            "(storage option markers=) to commit a step", UncommittedWarning, stacklevel=2)
     return gone
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
+def _warn_at_exit() -> None:
+    from . import fsrun
+
+    warn_uncommitted(list(fsrun._launches.values()))
 
 
-def cleanup(step: Step) -> None:
-    if step.tmpdir is not None:
-        shutil.rmtree(step.tmpdir, ignore_errors=True)
-
-
-def warn_uncommitted(staging: Staging) -> list[str]:
-    """Warn about, and drop, every step still staged; returns their locations."""
-    with staging.lock:
-        steps = list(staging.steps.values())
-        staging.steps.clear()
-    for step in steps:
-        if step.files:
-            warnings.warn(
-                f"{step.location} was written ({', '.join(sorted(step.files))}) but never "
-                "committed, so it is not visible: end a transaction, put the directory, or "
-                "close a marker file (storage option markers=) to commit a step",
-                UncommittedWarning, stacklevel=2)
-        cleanup(step)
-    return [s.location for s in steps if s.files]
+atexit.register(_warn_at_exit)
 
 
 def is_marker(name: str, markers: tuple[str, ...]) -> bool:
@@ -217,49 +80,6 @@ def is_marker(name: str, markers: tuple[str, ...]) -> bool:
 
 
 is_part = is_marker  # the same matching, against the ``parts`` patterns
-
-
-class WriteFile(StagingWriter):
-    """A file being written to a step: staged (in memory or at ``local``, hashed as it is
-    written, see ``o41.fsbytes``) and handed to the step on close.
-
-    Leaving a ``with`` block by an exception, or being collected unclosed, discards it, so a
-    marker file cut short by an error never commits its step.
-    """
-
-    def __init__(self, fs: O41FileSystem, path: str, key: StepKey, name: str, local: Path,
-                 autocommit: bool) -> None:
-        super().__init__(local)
-        self.fs, self.path, self.key, self.relname = fs, path, key, name
-        self.autocommit = autocommit
-        self.discarded = False
-
-    def __exit__(self, exc_type: Any, *rest: Any) -> None:
-        if exc_type is not None:
-            self.discard()
-        else:
-            self.close()
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.local = self.finish(self.relname)  # carries its size and sha256 to the commit
-        if not self.discarded:
-            self.fs._closed_write(self)
-
-    def __del__(self) -> None:
-        # Collected while still open: its writer never finished it (an exception outside a
-        # ``with`` block). Closing would stage it, and a marker would commit a torn step.
-        if not self.closed:
-            self.discard()
-
-    def commit(self) -> None:
-        """fsspec's per-file commit: the step commits as a whole (see ``StepTransaction``)."""
-        self.close()
-
-    def discard(self) -> None:
-        self.discarded = True
-        self.drop()
 
 
 class StepTransaction(Transaction):
@@ -311,13 +131,13 @@ class StepTransaction(Transaction):
                     f.discard()
             for key in sorted(keys - deferred.keys()):
                 if commit:
-                    fs._commit_step(key)
+                    fs.commit_step(key)
                 else:
-                    fs._staging.discard(key)
+                    fs.discard_step(key)
         except BaseException:
             commit = False
             for key in keys - deferred.keys():  # steps not committed yet go with the failed one
-                fs._staging.discard(key)
+                fs.discard_step(key)
             raise
         finally:
             for later in deferred.values():
@@ -327,6 +147,5 @@ class StepTransaction(Transaction):
             fs._transaction = None
 
 
-__all__ = ["DEFAULT_MARKERS", "DEFAULT_PARTS", "Staging", "Step", "StepTransaction",
-           "UncommittedWarning", "WriteFile", "is_marker", "is_part", "reclaim_dead",
-           "shared_staging", "warn_uncommitted"]
+__all__ = ["DEFAULT_MARKERS", "DEFAULT_PARTS", "HELD", "StepKey", "StepTransaction",
+           "UncommittedWarning", "is_marker", "is_part", "uncommitted", "warn_uncommitted"]

@@ -1,16 +1,22 @@
-"""The writing half of the ``o41://`` filesystem: open once, stage files, commit steps.
+"""The writing half of the ``o41://`` filesystem: one launch, streamed files, steps committed.
 
 Kept apart from ``o41.filesystem`` (paths and reads). What commits a step, and why the
-commit goes last, is told in ``o41.fsstage``. A file closed outside a transaction or a
-``put`` commits its step at once, unless it is a part of a multi-file checkpoint (DCP's
-``*.distcp``, ``*.tmp``: storage option ``parts``), which waits for its marker
-(``.metadata``): so ``torch.save(obj, fsspec.open(".../step-N/model.pt", "wb"))``,
-``pipe`` and ``touch`` are visible after close, as on s3fs, and a DCP checkpoint is one
-version.
+commit goes last, is told in ``o41.fsstage``; how a file streams, in ``o41.fsstream``; the
+launch that owns the open, the token and the uploads, in ``o41.fsrun``. A file closed
+outside a transaction or a ``put`` commits its step at once, unless it is a part of a
+multi-file checkpoint (DCP's ``*.distcp``, ``*.tmp``: storage option ``parts``), which
+waits for its marker (``.metadata``): so ``torch.save(obj, fsspec.open(".../step-N/model.pt",
+"wb"))``, ``pipe`` and ``touch`` are visible after close, as on s3fs, and a DCP checkpoint is
+one version.
+
+The adapters (``o41.lightning``, ``o41.dcp``) use the public methods below: ``launch``,
+``write_target``, ``commit_step``, ``discard_step``, ``hold_step``, ``release_step`` and
+``held_latest``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -18,21 +24,56 @@ from typing import Any
 
 from . import fsrun
 from .checkpoint import Run
-from .errors import ConfigError, Fenced, Immutable, VersionExists
-from .fsbytes import staged_files
+from .dataplane import Connections, Retry, put
+from .errors import ConfigError, Immutable, TransportError, VersionExists
 from .fsguard import check_new_step, refuse_removal
 from .fspaths import O41Path, outside_layout, parse, top_version
-from .fsstage import StepKey, WriteFile, cleanup, is_marker, is_part, warn_uncommitted
+from .fsstage import HELD, StepKey, is_marker, is_part, uncommitted, warn_uncommitted
+from .fsstream import StreamFile, answer_of, check_answer, put_whole
+from .local import hash_files
 from .models import Version
 
 log = logging.getLogger("o41")
 
 
-class StepWriter:
-    """Mixed into ``O41FileSystem``; uses its ``api``, ``settings``, staging and options."""
+class WriteFile(StreamFile):
+    """A file written into a step through one filesystem: its close may commit the step."""
 
-    def run(self: Any, artifact: str, resume: Any = "default") -> Run:
-        """The artifact opened for writing: once per process (``o41.fsrun``), with the
+    def __init__(self, fs: Any, launch: fsrun.Launch, path: str, key: StepKey, name: str,
+                 autocommit: bool) -> None:
+        version = key[1]
+        held = is_marker(name, HELD)
+        self.fs, self.launch = fs, launch
+        launch.writing(version, name, True)
+
+        def done(size: int, value: Any) -> None:
+            launch.writing(version, name, False)
+            if held:
+                launch.held_in_memory(version, name, value)
+            else:
+                launch.finished(version, name, size, value)
+
+        def lost() -> None:
+            launch.writing(version, name, False)
+            launch.lose(version, name)
+
+        super().__init__(path, key, name, autocommit=autocommit,
+                         url=lambda: launch.declare(version, [name])[name], done=done,
+                         lost=lost, in_memory=held, buffer=fs.write_buffer)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        super().close()
+        if not self.discarded:
+            self.fs._closed_write(self)
+
+
+class StepWriter:
+    """Mixed into ``O41FileSystem``; uses its ``api``, ``settings`` and options."""
+
+    def launch(self: Any, artifact: str, resume: Any = "default") -> fsrun.Launch:
+        """The artifact's launch in this process: opened once (``o41.fsrun``), with the
         ``resume`` option unless told otherwise (a Lightning fit follows its ckpt_path)."""
         if "://" in artifact or artifact.count("/") > 1:
             artifact = parse(self._strip_protocol(artifact)).artifact
@@ -40,20 +81,31 @@ class StepWriter:
             raise ConfigError(f"o41://{artifact}: this filesystem only reads (mode='read' or "
                               "O41_MODE=read), so it never opens an artifact for writing")
         resume = self.resume if resume == "default" else resume
-        return fsrun.shared_run(self.api, artifact, resume=resume, settings=self.settings,
-                                place=self.place, holder=self.holder, workers=self.workers,
-                                on_fenced=self.on_fenced)
+        launch = fsrun.shared_launch(self.api, artifact, resume=resume, settings=self.settings,
+                                     place=self.place, holder=self.holder,
+                                     workers=self.workers, on_fenced=self.on_fenced)
+        return launch
+
+    def run(self: Any, artifact: str, resume: Any = "default") -> Run:
+        """The open of ``artifact`` (its token, epoch and what it resumed from)."""
+        return self.launch(artifact, resume).run
+
+    def held_latest(self: Any, artifact: str) -> str | None:
+        """The version ``latest`` means to this instance now, if it holds one."""
+        with self._lock:
+            return self._latest.get(artifact)
 
     def uncommitted(self: Any) -> list[str]:
         """Steps written but not committed (not visible), as ``o41://P/N/step-…``."""
-        with self._staging.lock:
-            return sorted(s.location for s in self._staging.steps.values() if s.files)
+        found = uncommitted(fsrun.launches_of(self.api.api_url, self.holder))
+        return sorted(f"o41://{launch.artifact}/{version}" for launch, version, _ in found)
 
     def discard_uncommitted(self: Any) -> list[str]:
         """Drop every uncommitted step, warning about each (as at interpreter exit)."""
-        return warn_uncommitted(self._staging)
+        return warn_uncommitted(fsrun.launches_of(self.api.api_url, self.holder))
 
-    def _write_target(self: Any, path: str) -> tuple[StepKey, str]:
+    def write_target(self: Any, path: str) -> tuple[StepKey, str]:
+        """The step (``(artifact, version)``) and file name a written ``path`` goes to."""
         where: O41Path = self._split(path)
         if where.at_top:
             if "/" in where.name:
@@ -74,61 +126,78 @@ class StepWriter:
                               "o41://project/name/step-XXXXXXXX/<file>")
         return (where.artifact, where.version), where.name
 
+    _write_target = write_target
+
     def _open_write(self: Any, path: str, mode: str, autocommit: bool) -> WriteFile:
         if "a" in mode or "+" in mode:
             raise NotImplementedError(f"{path}: versions are immutable; write whole files")
-        key, name = self._write_target(path)
+        key, name = self.write_target(path)
         if "x" in mode and self.exists(path):
             raise FileExistsError(path)
-        self._writable(key[0])  # the open comes before any bytes: a refusal is learned first
+        launch = self.writable(key[0])  # the open comes before any bytes: refusals first
         check_new_step(self, key)
-        return WriteFile(self, path, key, name, self._staging.new_file(key), autocommit)
+        return WriteFile(self, launch, path, key, name, autocommit)
 
-    def _writable(self: Any, artifact: str) -> Run:
-        run = self.run(artifact)
-        try:
-            fsrun.check_not_fenced(run)
-        except Fenced as exc:
-            raise fsrun.fenced(run, exc, self.on_fenced) from None
-        return run
+    def writable(self: Any, artifact: str) -> fsrun.Launch:
+        """The launch of ``artifact``, opened if need be; a fenced one stops here."""
+        launch = self.launch(artifact)
+        launch.check()
+        return launch
+
+    _writable = writable
 
     def _closed_write(self: Any, f: WriteFile) -> None:
-        self._staging.add(f.key, f.relname, f.local)
         if not f.autocommit:
             return  # the transaction commits it
         if is_marker(f.relname, self.markers) or not is_part(f.relname, self.parts):
-            self._commit_step(f.key)
+            self.commit_step(f.key)
 
-    def _commit_step(self: Any, key: StepKey, held: bool = False) -> Version | None:
-        """Hash the step's files, upload them and commit: ONE version, commit record last.
+    def hold_step(self: Any, key: StepKey) -> None:
+        """Keep closes and transactions from committing ``key``: its holder commits it
+        (``commit_step(key, held=True)``), or drops it."""
+        self.writable(key[0]).hold(key[1])
 
-        A step another thread holds (``Staging.hold``) is committed only by that holder
-        (``held=True``)."""
-        if not held and self._staging.is_held(key):
+    def release_step(self: Any, key: StepKey) -> None:
+        launch = fsrun.launch_if_held(self.api, key[0], self.holder)
+        if launch is not None:
+            launch.release(key[1])
+
+    def discard_step(self: Any, key: StepKey) -> None:
+        """Drop a step: none of its files becomes visible."""
+        launch = fsrun.launch_if_held(self.api, key[0], self.holder)
+        if launch is not None:
+            launch.discard(key[1])
+
+    def commit_step(self: Any, key: StepKey, held: bool = False,
+                    extra: list[dict[str, Any]] | None = None) -> Version | None:
+        """Commit the step: ONE version of every file written into it, commit record last.
+
+        A step another thread holds (``hold_step``) is committed only by that holder
+        (``held=True``); a step whose upload another process started (a DCP rank's) only
+        by that process. ``extra``: the files other processes wrote into the upload."""
+        artifact, version_name = key
+        launch = fsrun.launch_if_held(self.api, artifact, self.holder)
+        if launch is None or not launch.has_step(version_name):
             return None
-        step = self._staging.pop(key)
-        if step is None or not step.files:
+        step = launch.step(version_name)
+        if (not held and step.holds) or step.joined or not (step.names or extra):
             return None
+        names = step.names
         try:
-            run = self._writable(step.artifact)
-            local = staged_files(sorted(step.files.items()), self.workers)
-            try:
-                version = run.save_files(int(step.version[5:]), local)
-            except Fenced as exc:
-                raise fsrun.fenced(run, exc, self.on_fenced) from None
-            except VersionExists as exc:
-                raise VersionExists(
-                    f"{step.location}: {exc.message}: a file closed outside a transaction "
-                    f"commits its step ({', '.join(sorted(step.files))}); write the files of "
-                    "one step inside `with fs.transaction:`, or put their folder with "
-                    "fs.put(dir, 'o41://P/N/step-XXXXXXXX/', recursive=True)",
-                    status=exc.status) from None
-        finally:
-            cleanup(step)
+            version = launch.commit(version_name, extra)
+        except VersionExists as exc:
+            raise VersionExists(
+                f"o41://{artifact}/{version_name}: {exc.message}: a file closed outside a "
+                f"transaction commits its step ({', '.join(names)}); write the files of "
+                "one step inside `with fs.transaction:`, or put their folder with "
+                "fs.put(dir, 'o41://P/N/step-XXXXXXXX/', recursive=True)",
+                status=exc.status) from None
         with self._lock:
             self._signed_cache.pop(key, None)
-        self.hold_latest(step.artifact, version.version)
+        self.hold_latest(artifact, version.version)
         return version
+
+    _commit_step = commit_step
 
     def put(self: Any, lpath: Any, rpath: Any, recursive: bool = False, **kwargs: Any) -> None:
         """Upload local files; each step they land in becomes one version when put ends
@@ -142,14 +211,14 @@ class StepWriter:
         except BaseException:
             if outer and not self._intrans:
                 for key in batch:
-                    self._staging.discard(key)
+                    self.discard_step(key)
             raise
         finally:
             if outer:
                 self._local.put_batch = None
         if outer and not self._intrans:
             for key in sorted(batch):
-                self._commit_step(key)
+                self.commit_step(key)
 
     def pipe(self: Any, path: Any, value: Any = None, **kwargs: Any) -> None:
         """``pipe({name: bytes, ...})`` is one call: each step its files land in becomes one
@@ -160,47 +229,59 @@ class StepWriter:
             return
         super().pipe(path, value, **kwargs)  # type: ignore[misc]
 
+    def pipe_file(self: Any, path: str, value: bytes, mode: str = "overwrite",
+                  **kwargs: Any) -> None:
+        """One file from memory: streamed with its Content-Length, as one PUT."""
+        with self.open(path, "xb" if mode == "create" else "wb", **kwargs) as f:
+            f.write(value)
+
     def put_file(self: Any, lpath: Any, rpath: str, callback: Any = None,
                  mode: str = "overwrite", **kwargs: Any) -> None:
-        """Stage a local file by reference (it is read when its step commits)."""
+        """Upload a local file as it is (``sendfile``), into its step's upload."""
         if os.path.isdir(lpath):
             return
-        key, name = self._write_target(rpath)
+        key, name = self.write_target(rpath)
         if mode == "create" and self.exists(rpath):
             raise FileExistsError(rpath)
-        self._writable(key[0])
+        launch = self.writable(key[0])
         check_new_step(self, key)
-        self._staging.add(key, name, Path(lpath).absolute())
+        local = hash_files([(name, Path(lpath).absolute())], 1)[0]
+        url = launch.declare(key[1], [name])[name]
+        answer = _put_path(url, local.path, local.size)
+        check_answer(name, answer, local.size, local.sha256)
+        launch.finished(key[1], name, local.size, local.sha256)
         if self._intrans:
             self.transaction.steps.add(key)
         elif getattr(self._local, "put_batch", None) is not None:
             self._local.put_batch.add(key)
         else:
-            self._commit_step(key)
+            self.commit_step(key)
 
     def rm_file(self: Any, path: str) -> None:
         where = self._split(path)
-        if where.version not in (None, "latest") and where.name and self._staging.remove(
-                (where.artifact, where.version), where.name):
+        launch = fsrun.launch_if_held(self.api, where.artifact, self.holder)
+        if (where.version not in (None, "latest") and where.name and launch is not None
+                and launch.remove(where.version, where.name)):
             return
         refuse_removal(self, path)
 
     def _refuse_if_fenced(self: Any, artifact: str) -> None:
         """A fenced zombie's clean-up of what the newer box committed (DCP removes an old
         ``.metadata`` before its rename) is a fence, not a permission slip."""
-        run = fsrun.shared_run_if_held(self.api, artifact, self.holder)
-        exc = fsrun.superseded(run) if run is not None else None
-        if exc is not None:
-            raise fsrun.fenced(run, exc, self.on_fenced)
+        launch = fsrun.launch_if_held(self.api, artifact, self.holder)
+        exc = launch.superseded() if launch is not None else None
+        if launch is not None and exc is not None:
+            raise launch.fenced(exc)
 
     _rm = rm_file
 
     def rm(self: Any, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:
         for p in path if isinstance(path, list) else [path]:
             where = self._split(p)
-            key = (where.artifact, where.version or "")
-            if where.version and not where.name and key in self._staging.steps:
-                self._staging.discard(key)
+            launch = fsrun.launch_if_held(self.api, where.artifact, self.holder)
+            if (where.version and not where.name and launch is not None
+                    and launch.has_step(where.version)):
+                launch.discard(where.version)
             elif where.name:
                 self.rm_file(p)
             else:
@@ -208,18 +289,29 @@ class StepWriter:
 
     def mv(self: Any, path1: str, path2: str, recursive: bool = False, maxdepth: Any = None,
            **kwargs: Any) -> None:
-        """Rename a staged file within its step (DCP writes ``.metadata.tmp`` then renames
-        it): a rename onto a marker commits the step like closing one does."""
-        key1, old = self._write_target(path1)
-        key2, new = self._write_target(path2)
-        if key1 != key2 or not self._staging.rename(key1, old, new):
-            raise Immutable(f"{path1} -> {path2}: only a file not yet committed can be "
-                            "renamed, within its own step (committed versions are immutable: "
-                            "version_exists, VER-2)", status=409)
+        """Rename a file not yet committed within its step (DCP writes ``.metadata.tmp``,
+        held in memory, then renames it): a rename onto a marker commits the step like
+        closing one does. A file that streamed already keeps its name."""
+        key1, old = self.write_target(path1)
+        key2, new = self.write_target(path2)
+        launch = fsrun.launch_if_held(self.api, key1[0], self.holder)
+        data = None
+        if key1 == key2 and launch is not None:
+            with launch.lock:
+                data = launch.step(key1[1]).memory.pop(old, None)
+        if data is None:
+            raise Immutable(f"{path1} -> {path2}: only a file not yet committed, held until "
+                            f"its rename ({', '.join(HELD)}), can be renamed, within its own "
+                            "step: a streamed file keeps its name, and committed versions are "
+                            "immutable (version_exists, VER-2)", status=409)
+        assert launch is not None
+        answer = put_whole(launch.declare(key1[1], [new])[new], data)
+        check_answer(new, answer, len(data), hashlib.sha256(data).hexdigest())
+        launch.finished(key1[1], new, len(data), answer["sha256"])
         if self._intrans:
             self.transaction.steps.add(key1)
         elif is_marker(new, self.markers):
-            self._commit_step(key1)
+            self.commit_step(key1)
 
     def makedirs(self: Any, path: str, exist_ok: bool = False) -> None:
         """Directories are implicit in file names: only the path's shape is checked (the
@@ -236,4 +328,24 @@ class StepWriter:
                                   "files, then put them into a new step")
 
 
-__all__ = ["StepWriter"]
+def _put_path(url: str, path: Path | None, size: int) -> dict[str, Any]:
+    """PUT a local file with ``sendfile``, retried on a dropped connection."""
+    assert path is not None
+    conns = Connections()
+    try:
+        for attempt in range(1, 6):
+            try:
+                status, reply = put(conns, url, path, size, lambda n: None)
+            except Retry as exc:
+                if attempt == 5:
+                    raise TransportError(f"PUT {path}: {exc}") from exc
+                continue
+            if status in (502, 503, 504) and attempt < 5:
+                continue
+            return answer_of(url, status, reply)
+    finally:
+        conns.close()
+    raise AssertionError("unreachable")
+
+
+__all__ = ["StepWriter", "WriteFile"]

@@ -1,7 +1,11 @@
 """Lightning's checkpointing, taught o41's layout, so ``dirpath="o41://P/N"`` is the only change.
 
-Applied once, when an ``o41://`` filesystem is made while Lightning is loaded; nothing
-changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint connector:
+Applied once per loaded Lightning (``mend``), at every ``url_to_fs`` or ``fsspec.open`` of
+an ``o41://`` URL, so whichever of ``import lightning`` and the first ``o41://`` instance
+comes first, a ``ModelCheckpoint(dirpath="o41://…")`` (which asks fsspec for its
+filesystem) is mended before its fit; nothing changes for other paths. A Lightning whose
+internals are not the ones mended (not 2.5 or 2.6) makes such a fit fail with one line.
+What it mends in ``ModelCheckpoint`` and the checkpoint connector:
 
 - **Open at launch.** ``trainer.fit`` opens the artifact before it resolves or reads what
   it resumes from, so the previous box is fenced before it can commit again. The open
@@ -24,8 +28,9 @@ changes for other paths. What it mends in ``ModelCheckpoint`` and the checkpoint
   (``not_after_latest``): its saves could never commit (VER-3).
 - **``save_last="link"``**: the version is the link (``last_model_path`` names the linked
   checkpoint); **``AsyncCheckpointIO``**: ``o41.lightning_async``.
-- **Top-k deletes keep versions.** Versions are immutable (VER-2), and a run must never lose
-  the checkpoint it resumed from (Lightning issue 21813): the delete is logged and skipped.
+- **Top-k deletes delete versions** (``o41.fsretain``, VER-7): a version goes once none of
+  its files is reached at the top any more; the latest never does (a run must never lose the
+  checkpoint it resumes from: Lightning issue 21813), it waits for the next commit.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from typing import Any
 
 import fsspec
 
-from .errors import ConfigError, NotAfterLatest, VersionExists
+from .errors import ConfigError, Immutable, IsLatest, NotAfterLatest, VersionExists
 from .fspaths import parse
 from .lightning_async import mend_async
 from .lightning_steps import begin, flush, saving, targets
@@ -67,13 +72,47 @@ def mend() -> None:
             checkpoint_cls = callbacks.ModelCheckpoint
             if getattr(checkpoint_cls, "_o41_mended", False):
                 continue
+            trainer_cls = importlib.import_module(f"{package}.trainer.trainer").Trainer
+            try:
+                _check_mendable(checkpoint_cls, connector, trainer_cls)
+            except AttributeError as exc:
+                _refuse_fit(trainer_cls, checkpoint_cls, package, exc)
+                checkpoint_cls._o41_mended = True
+                continue
             _mend_checkpoint(checkpoint_cls)
             _mend_connector(connector._CheckpointConnector, checkpoint_cls)
-            _mend_trainer(importlib.import_module(f"{package}.trainer.trainer").Trainer,
-                          checkpoint_cls)
+            _mend_trainer(trainer_cls, checkpoint_cls)
             _mend_hooks(importlib.import_module(f"{package}.trainer.call"), checkpoint_cls)
             mend_async(package)
             checkpoint_cls._o41_mended = True
+
+
+def _check_mendable(checkpoint_cls: Any, connector: Any, trainer_cls: Any) -> None:
+    """Every Lightning internal the mend wraps is there, or none is wrapped."""
+    for owner, names in ((checkpoint_cls, ("_find_last_checkpoints", "_remove_checkpoint",
+                                           "setup", "_save_last_checkpoint")),
+                         (connector._CheckpointConnector, ("_select_ckpt_path",)),
+                         (trainer_cls, ("save_checkpoint", "_teardown", "fit"))):
+        for name in names:
+            getattr(owner, name)
+
+
+def _refuse_fit(trainer_cls: Any, checkpoint_cls: Any, package: str, why: Exception) -> None:
+    """Where this Lightning cannot be mended, a fit into o41:// fails with one line,
+    instead of saving checkpoints that would not resume."""
+    fit = trainer_cls.fit
+    version = getattr(importlib.import_module(package.partition(".")[0]), "__version__", "?")
+
+    @functools.wraps(fit)
+    def fit_(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(cb, checkpoint_cls) and _o41(cb) is not None
+               for cb in self.checkpoint_callbacks):
+            raise ConfigError(f"o41: cannot teach {package} {version} o41's checkpoint "
+                              f"layout ({why}); a ModelCheckpoint(dirpath='o41://…') needs "
+                              "lightning 2.5 or 2.6")
+        return fit(self, *args, **kwargs)
+
+    trainer_cls.fit = fit_
 
 
 def _o41(callback: Any) -> Any:
@@ -99,8 +138,10 @@ def _mend_checkpoint(cls: Any) -> None:
     def _remove_checkpoint(self: Any, trainer: Any, filepath: str) -> None:
         if _o41(self) is None or not str(filepath).startswith("o41://"):
             return remove(self, trainer, filepath)
-        log.info("o41: kept %s: committed versions are immutable, and a run keeps what it "
-                 "resumed from", filepath)
+        try:  # o41.fsretain: the version goes once nothing at the top reaches it
+            return remove(self, trainer, filepath)
+        except (IsLatest, Immutable) as exc:
+            log.info("o41: kept %s: %s", filepath, exc)
 
     cls._find_last_checkpoints = _find_last_checkpoints
     cls._remove_checkpoint = _remove_checkpoint
@@ -151,7 +192,7 @@ def _one_version_per_save(hook: Any) -> Any:
                 return hook(self, trainer, *args, **kwargs)
         except (VersionExists, NotAfterLatest):
             artifact = parse(fs._strip_protocol(self.dirpath)).artifact
-            if fs._latest.get(artifact) != version_name(step):
+            if fs.held_latest(artifact) != version_name(step):
                 raise
             log.info("o41: %s/%s was saved already by this run; this save at the same step "
                      "is not a new version", artifact, version_name(step))
@@ -219,7 +260,7 @@ def _mend_trainer(cls: Any, checkpoint_cls: Any) -> None:
 def last_checkpoint(fs: Any, artifact: str) -> set[str]:
     """``{o41://P/N/step-…/last.ckpt}`` of the latest version, or nothing on a new artifact."""
     try:
-        version = fs._signed(artifact, fs._latest_name(artifact))
+        version = fs.version(artifact)
     except FileNotFoundError:
         return set()
     names = [e.name for e in version.files if "/" not in e.name]
@@ -280,7 +321,7 @@ def _refuse_rewind(fs: Any, dirpath: str, ckpt_path: Any) -> None:
     mine, theirs = parse(dirpath[6:]), parse(fs._strip_protocol(text))
     if theirs.artifact != mine.artifact or theirs.version == "latest":
         return
-    chosen = fs._version_of(theirs).version
+    chosen = fs.version_of(text).version
     latest = fs.api.read_artifact(mine.artifact).get("latest")  # the service's, not a held one
     if chosen == latest or latest is None:
         return

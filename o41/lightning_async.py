@@ -40,8 +40,8 @@ def mend_async(package: str) -> None:
         fs, _ = fsspec.core.url_to_fs(str(path))
         if not fs._intrans:  # a single file: the worker's close commits it, as a sync save
             return save(self, checkpoint, path, *args, **kwargs)
-        key, name = fs._write_target(str(path))
-        fs._writable(key[0])
+        key, name = fs.write_target(str(path))
+        fs.writable(key[0])
         check_new_step(fs, key)  # refused here, on the caller's thread, not in the queue
         return save(self, checkpoint, f"o41://{key[0]}/{key[1]}/{name}", *args, **kwargs)
 

@@ -5,7 +5,7 @@ Lightning saves one global step more than once: two ``ModelCheckpoint`` callback
 batch's end and again at validation's end. On s3 these are files beside each other; here a
 version is immutable once committed, so a version per save call would keep the first save
 of the step and lose the rest. So every save of a fit's global step goes into ONE pending
-version: the step is held (``Staging.hold``: no close or transaction commits it), and it is
+version: the step is held (``fs.hold_step``: no close or transaction commits it), and it is
 committed when the next training batch starts (every save of the step is made by then: at
 its batch's end, its epoch's end, its validation's end), when the trainer saves at a later
 step, and at the end of ``fit`` (its teardown, also after an exception: what was saved
@@ -59,7 +59,7 @@ def enter(trainer: Any, fs: Any, artifact: str, step: int) -> StepKey:
         flush(trainer, fs, artifact)
         held = None
     if held is None:
-        fs._staging.hold(key)
+        fs.hold_step(key)
         pending[(id(fs), artifact)] = (fs, key)
     return key
 
@@ -82,8 +82,8 @@ def _block_ended(trainer: Any, fs: Any, key: StepKey, ok: bool) -> None:
         return
     pending: dict = trainer.__dict__.get(_PENDING, {})
     if pending.pop((id(fs), key[0]), None) is not None:
-        fs._staging.discard(key)
-        fs._staging.release(key)
+        fs.discard_step(key)
+        fs.release_step(key)
 
 
 def begin(trainer: Any) -> None:
@@ -114,14 +114,14 @@ def _commit_queued(io: Any, fs: Any, key: StepKey) -> None:
 
 def _commit(fs: Any, key: StepKey) -> None:
     try:
-        fs._commit_step(key, held=True)
+        fs.commit_step(key, held=True)
     except (VersionExists, NotAfterLatest) as exc:
-        if fs._latest.get(key[0]) != key[1]:
+        if fs.held_latest(key[0]) != key[1]:
             raise
         log.info("o41: o41://%s/%s is committed already (%s); this fit's save at the same "
                  "step is not a new version", key[0], key[1], exc.code)
     finally:
-        fs._staging.release(key)
+        fs.release_step(key)
 
 
 def teardown(trainer: Any) -> None:

@@ -25,7 +25,7 @@ Source = str | os.PathLike[str] | Mapping[str, Any] | Iterable[str | os.PathLike
 @dataclass(frozen=True)
 class LocalFile:
     """A file to upload: its version-relative name and either a path or in-memory bytes
-    (``bytes``, or a read-only view of a staged file's memory)."""
+    (``bytes`` or a read-only view)."""
 
     name: str
     size: int

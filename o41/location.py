@@ -9,6 +9,7 @@ from .errors import ConfigError
 
 SCHEME = "o41://"
 VERSION_RE = re.compile(r"^step-[0-9]{8}$")  # ASCII digits only: \d would take "٥"
+_STEP_FOLDER = re.compile(r"step-([0-9]{1,8})")  # step-100 is step-00000100
 # The contract's grammar: a part starts with a letter or digit (so never "." or "..").
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 ALLOWED = ("letters, digits, '.', '_' and '-', at most 128 characters, starting with a letter "
@@ -45,10 +46,12 @@ class Location:
             raise ConfigError(f"{text!r}: {bad[0]!r} is not a valid project or name: use "
                               f"{ALLOWED}")
         version = parts[2] if len(parts) == 3 else None
-        if version is not None and version != "latest" and not VERSION_RE.match(version):
-            raise ConfigError(
-                f"{text!r}: version {version!r} is not 'latest' or step- and 8 digits"
-            )
+        if version is not None and version != "latest":
+            found = _STEP_FOLDER.fullmatch(version)
+            if found is None:
+                raise ConfigError(f"{text!r}: version {version!r} is not 'latest' or a step "
+                                  "(step-100 or step-00000100)")
+            version = version_name(int(found.group(1)))
         return cls(parts[0], parts[1], version)
 
     @property

@@ -188,7 +188,11 @@ def _history(f: Facts) -> list[Violation]:
     listed = {v.get("version"): v.get("epoch") for v in history}
     committed = {c.reply.get("version"): c for c in f.commits}
     for name, c in committed.items():
-        if name not in listed:
+        if name in f.deleted:
+            if name in listed:
+                out.append(Violation("history", c.box, f"{name} was deleted but is still "
+                                     "listed (VER-7)"))
+        elif name not in listed:
             out.append(Violation("history", c.box, f"{name} was committed but is missing from "
                                  "the history (clobbered?)"))
         elif listed[name] != c.reply.get("epoch"):

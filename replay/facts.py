@@ -97,6 +97,8 @@ class Facts:
         self.replay = replay
         self.calls = replay.calls
         self.commits = [c for c in self.calls if c.op == "commit" and c.ok]
+        # VER-7: versions the holder deleted (keep-the-last-k) leave the history
+        self.deleted = {c.reply.get("version") for c in self.calls if c.op == "delete" and c.ok}
         self.opens = [c for c in self.calls if c.op == "open"]
         self.epoch_box = {c.reply.get("epoch"): c.box for c in self.opens if c.ok}
         self.token_epoch = {str(c.reply.get("token")): int(c.reply["epoch"])

@@ -87,7 +87,7 @@ def _op(path: str) -> str:
     """``/api/v1/versions/commit`` -> ``commit``; ``/api/v1/artifacts/open`` -> ``open``."""
     tail = path.split("/api/v1/", 1)[-1].strip("/")
     return {"artifacts/open": "open", "versions/write": "write", "versions/commit": "commit",
-            "versions/read": "read_version", "versions/list": "list",
+            "versions/delete": "delete", "versions/read": "read_version", "versions/list": "list",
             "artifacts/read": "read_artifact", "usage/read": "usage"}.get(tail, tail)
 
 

@@ -145,6 +145,11 @@ def doc_env(request: pytest.FixtureRequest, docs_emulator: str,
     monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmp")))
     for name in [k for k in os.environ if k.startswith("SKYPILOT_") or k == "O41_PLACE"]:
         monkeypatch.delenv(name)
+    # A reader's process has no o41 filesystem made under another test's environment (fsspec
+    # caches instances by their arguments, and none are given here)
+    import fsspec
+
+    fsspec.get_filesystem_class("o41").clear_instance_cache()
     yield
 
 

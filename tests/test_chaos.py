@@ -63,3 +63,21 @@ def test_counted_chaos_rule_fires_exactly_that_many_times(http, artifact):
     assert [box.read().status for _ in range(4)] == [503, 503, 200, 200]
     rules = http.request("GET", "/_emulator/chaos", key=None).body["rules"]
     assert rules[0]["times"] == 0
+
+
+def test_calls_without_a_key_or_signature_use_up_no_rule(http, artifact):
+    """Another site's <img> tag sends no key: chaos applies after the key check."""
+    box = Box(http, artifact, AWS)
+    box.open()
+    box.checkpoint("step-00000001")
+    url = box.read().body["files"][0]["url"]
+    set_chaos(http, [{"operation": "versions/read", "times": 1},
+                     {"operation": "data/get", "times": 1}])
+    keyless = http.request("GET", "/api/v1/versions/read", key=None,
+                           params={"artifact": artifact})
+    assert (keyless.status, keyless.code) == (401, "unauthenticated")
+    forged = http.request("GET", url.replace("sig=", "sig=x"), key=None)
+    assert forged.status == 403
+    assert [r["times"] for r in http.request("GET", "/_emulator/chaos", key=None
+                                             ).body["rules"]] == [1, 1]
+    assert (box.read().status, http.request("GET", url, key=None).status) == (503, 503)

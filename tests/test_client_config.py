@@ -105,7 +105,7 @@ def test_location_parse_valid(text: str, artifact: str, version: str | None) -> 
     assert (loc.artifact, loc.version) == (artifact, version)
 
 
-@pytest.mark.parametrize("text", ["experiments/run", "o41://experiments", "o41://a/b/step-1",
+@pytest.mark.parametrize("text", ["experiments/run", "o41://experiments", "o41://a/b/step-x",
                                   "o41://a/b/c/d", "o41://a/../b", "s3://a/b"])
 def test_location_parse_invalid_says_what_is_wrong(text: str) -> None:
     with pytest.raises(ConfigError, match="o41://"):

@@ -12,7 +12,7 @@ from o41 import errors
 
 CODES = {"unauthenticated": 401, "forbidden": 403, "not_found": 404, "invalid_argument": 400,
          "has_checkpoints": 409, "not_empty": 409, "fenced": 409, "version_exists": 409,
-         "not_after_latest": 409, "incomplete": 409, "payload_too_large": 413}
+         "not_after_latest": 409, "incomplete": 409, "payload_too_large": 413, "is_latest": 409}
 
 
 @pytest.mark.parametrize("code,status", sorted(CODES.items()))

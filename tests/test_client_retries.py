@@ -92,7 +92,16 @@ def test_commit_whose_reply_was_lost_is_recognised_as_landed(chaotic, o41_locati
     assert again["version"] == first["version"] and again["epoch"] == run.epoch
 
 
-def test_persistent_failure_still_surfaces(chaotic, o41_location):
-    chaos(chaotic, [{"operation": "artifacts/open", "status": 503}])
+def test_persistent_failure_still_surfaces(chaotic, o41_location, monkeypatch):
+    monkeypatch.setattr("o41.api.RETRY_FOR", 0.0)  # just the six tries, not 20 s of them
+    chaos(chaotic, [{"operation": "artifacts/open", "status": 503, "times": 7}])
     with pytest.raises(ServerError):
         o41.open(o41_location, resume="latest")
+    rules = requests.get(f"{chaotic.url}/_emulator/chaos", timeout=10).json()["rules"]
+    assert rules[0]["times"] == 1  # six tries, then it surfaced
+
+
+def test_a_few_seconds_of_503_are_ridden_out(chaotic, o41_location):
+    """A database restart behind the service: more failures than six quick tries cover."""
+    chaos(chaotic, [{"operation": "artifacts/open", "status": 503, "times": 7}])
+    assert o41.open(o41_location, resume="latest").epoch >= 1

@@ -155,6 +155,8 @@ def test_model_write_and_commit_outcomes() -> None:
     assert m.predict_write("p/a", 1, "step-5", spec).now[1] == "invalid_argument"
     m.record_open("p/a", m.predict_open("p/a", "latest", AWS), 2, "B")
     assert m.predict_write("p/a", 1, "step-00000200", spec).now[1:] == ("fenced", "FENCE-2")
+    # VER-6.f: malformed (400) before fenced (409)
+    assert m.predict_write("p/a", 1, "step-5", spec).now[1:] == ("invalid_argument", "VER-1")
     assert m.predict_commit("p/a", 2, 1, "step-00000200")[1:] == ("fenced", "FENCE-2")
     assert m.predict_commit("p/a", 1, 1, "step-00000200")[1:] == ("fenced", "FENCE-3")
     assert m.predict_commit("p/a", 2, 2, "step-00000200") is None

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from emulator import create_app
-from emulator.faults import FAULTS, Fault
+from emulator.faults import FAULTS
+from emulator.policy import Policy
 from tests.conftest import make_settings
 from tests.emulator_http import AWS, GCP, Box, Http
 
@@ -72,24 +74,29 @@ def test_fault_breaks_its_rule_and_clean_emulator_holds(tmp_path, request, fault
 
 def test_a_misspelt_fault_fails_loudly_instead_of_switching_it_off(tmp_path, request):
     backend = create_app(make_settings(tmp_path, request)).extensions["o41"]
-    assert Fault.NO_FENCING not in backend.faults and "no-fencing" not in backend.faults
-    with pytest.raises(KeyError, match="no fault"):
-        _ = "no-fencnig" in backend.faults
+    assert backend.policy == Policy() and not backend.faults
     with pytest.raises(ValueError, match="unknown fault"):
         create_app(make_settings(tmp_path / "x", request, faults=frozenset({"no-fencnig"})))
 
 
-def test_every_fault_is_consulted_by_the_emulator():
-    """A fault no code asks about would pass its own test only by accident."""
+def test_each_fault_breaks_exactly_one_field_of_the_policy():
+    for name in FAULTS:
+        policy = Policy.breaking([name])
+        off = [f.name for f in fields(Policy) if not getattr(policy, f.name)]
+        assert len(off) == 1 and policy.broken() == [name], name
+
+
+def test_every_field_of_the_policy_is_consulted_by_the_rules():
+    """A fault no code asks about would pass its own test only by accident; and the rules
+    ask the policy's fields, never a fault's name."""
     root = Path(__file__).resolve().parent.parent / "emulator"
     asked = set()
     for path in root.rglob("*.py"):
-        if path.name == "faults.py":
+        if path.name in ("faults.py", "policy.py", "config.py", "cli.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and node.value in FAULTS:
-                asked.add(node.value)
-            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                  and node.value.id == "Fault"):
-                asked.add(Fault[node.attr].value)
-    assert asked == set(FAULTS)
+            assert not (isinstance(node, ast.Constant) and node.value in FAULTS), path
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "policy"):
+                asked.add(node.attr)
+    assert asked - {"broken"} == {f.name for f in fields(Policy)}

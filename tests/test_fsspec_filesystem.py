@@ -202,19 +202,19 @@ def test_fork_option_starts_a_new_artifact_from_a_checkpoint(o41_emulator: Emula
     assert versions(fork, target) == ["step-00000002"]
 
 
-def test_committed_files_cannot_be_removed_or_renamed(o41_emulator: Emulator,
-                                                      o41_location: str) -> None:
+def test_latest_cannot_be_removed_nor_a_committed_file_renamed(o41_emulator: Emulator,
+                                                               o41_location: str) -> None:
     fs = make_fs(o41_emulator)
     path = f"{o41_location}/step-00000001/commit_success.txt"
     fs.pipe_file(path, b"1")
-    with pytest.raises(PermissionError, match="immutable"):
+    with pytest.raises(o41.IsLatest, match="is_latest"):
         fs.rm(path)
     with pytest.raises(PermissionError, match="immutable"):
         fs.mv(path, f"{o41_location}/step-00000001/other.txt")
     assert fs.cat_file(path) == b"1"
 
 
-@pytest.mark.parametrize("path", ["latest/model.bin", "model.bin", "step-1/model.bin"])
+@pytest.mark.parametrize("path", ["latest/model.bin", "model.bin", "sub/model.bin"])
 def test_writes_outside_a_version_are_refused(o41_emulator: Emulator, o41_location: str,
                                               path: str) -> None:
     with pytest.raises((ValueError, FileNotFoundError)):

@@ -8,11 +8,9 @@ A single file closed outside a transaction commits its step, as on s3fs it is vi
 from __future__ import annotations
 
 import io
-import os
 import secrets
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +21,6 @@ from trainer_runs import REPO, artifact, versions
 
 import o41
 from o41.filesystem import O41FileSystem
-from o41.fsstage import STAGE_PREFIX, reclaim_dead
 
 if TYPE_CHECKING:
     from client_fixtures import Emulator
@@ -139,19 +136,7 @@ def test_instances_of_many_threads_share_one_open(o41_emulator: Emulator,
     assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
 
 
-def test_staging_left_by_a_killed_process_is_reclaimed_at_the_next_start(
-        tmp_path: Path) -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    left = tmp_path / f"{STAGE_PREFIX}{dead}-abc"
-    left.mkdir()
-    (left / "shard").write_bytes(b"x" * 1000)
-    mine = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-", dir=tmp_path))
-    assert reclaim_dead(str(tmp_path)) == [left]
-    assert not left.exists() and mine.exists()
-
-
-@pytest.mark.parametrize("version", ["step-٠٠٠٠٠٠٠٥", "step-0000000５", "step-5"])
+@pytest.mark.parametrize("version", ["step-٠٠٠٠٠٠٠٥", "step-0000000５", "step-123456789"])
 def test_version_names_take_ascii_digits_only(o41_emulator: Emulator, o41_location: str,
                                               version: str) -> None:
     with pytest.raises(ValueError):

@@ -125,6 +125,21 @@ def test_conflicts_at_commit_accept_the_write_and_refuse_the_commit_with_its_cod
     assert commit.status == 409 and commit.json()["error"]["code"] == "version_exists"
 
 
+def test_empty_query_parts_are_added_to_urls_and_dropped_before_the_implementation() -> None:
+    def reply(r: Request) -> Response:
+        if r.kind == "data":
+            return Response(200, (), repr(r.query).encode())
+        return _json(200, {"files": [{"name": "m", "url": ORIGIN + "/d/m?s=abc"},
+                                     {"name": "n", "url": ORIGIN + "/d/n"}]})
+
+    up, variant = FakeUpstream(reply), make_variant("empty-query-parts")
+    files = variant.handle(_post("versions/read", {}), up).json()["files"]
+    assert [f["url"] for f in files] == [ORIGIN + "/d/m?s=abc&place=&trace",
+                                         ORIGIN + "/d/n?place=&trace"]
+    got = variant.handle(Request("GET", "/d/m", (("s", "abc"), ("place", ""), ("trace", ""))), up)
+    assert up.seen[-1].query == (("s", "abc"),) and got.status == 200
+
+
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     proc = SpawnedEmulator(tmp_path_factory.mktemp("legal"), config=SPAWN_CONFIG)

@@ -27,7 +27,7 @@ def launch(emu: Emulator, location: str, *args: str):
 
 def test_first_launch_starts_at_zero_and_each_save_is_one_version_with_last_ckpt(
         o41_emulator: Emulator, o41_location: str) -> None:
-    run = launch(o41_emulator, o41_location, "--steps", "10", "--every", "5")
+    run = launch(o41_emulator, o41_location, "--steps", "10", "--every", "5", "--top-k", "-1")
     assert run.wait_line(r"^resumed-at (\d+)").group(1) == "0"
     assert run.finish() == 0, run.output()
     found = versions(o41_emulator.api, o41_emulator.key, o41_location)
@@ -123,3 +123,19 @@ def test_default_root_dir_on_o41_fails_at_launch_naming_what_to_write(
     assert f"ModelCheckpoint(dirpath='{o41_location}')" in run.output()
     assert "step 1" not in run.lines
     assert versions(o41_emulator.api, o41_emulator.key, o41_location) == []
+
+
+def test_ddp_on_two_processes_killed_and_relaunched_resumes_on_both_ranks(
+        o41_emulator: Emulator, o41_location: str) -> None:
+    run = launch(o41_emulator, o41_location, "--steps", "200", "--every", "5",
+                 "--sleep", "0.05", "--devices", "2")
+    wait_for_version(o41_emulator.api, o41_emulator.key, o41_location, 15)
+    run.kill()  # both ranks: rank 1 is rank 0's subprocess, in its process group
+    latest = artifact(o41_emulator.api, o41_emulator.key, o41_location)["latest"]
+    again = launch(o41_emulator, o41_location, "--steps", str(int(latest[5:]) + 5),
+                   "--every", "5", "--devices", "2")
+    assert again.finish() == 0, again.output()
+    resumed = [ln for ln in again.lines if ln.startswith("resumed-at ")]
+    assert resumed == [f"resumed-at {int(latest[5:])}"] * 2, again.output()
+    found = versions(o41_emulator.api, o41_emulator.key, o41_location)
+    assert {v["epoch"] for v in found if v["step"] > int(latest[5:])} == {2}

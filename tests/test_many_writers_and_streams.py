@@ -278,3 +278,20 @@ def test_served_emulator_takes_chunked_and_sized_streamed_puts(live_factory) -> 
     assert commit(b, w.body["upload"], [chunked.json(), sized]).status == 200
     f = {f["name"]: f for f in b.read(V1).body["files"]}
     assert requests.get(f["chunked.bin"]["url"], timeout=60).content == whole
+
+
+def test_commit_of_files_its_storage_does_not_hold_is_incomplete(box: Box, app) -> None:
+    """A node whose storage lost (or never had) a received file acknowledges nothing."""
+    w = write(box, [{"name": "a"}, {"name": "b"}])
+    got = [put(box, w, n, n.encode() * 10).body for n in ("a", "b")]
+    backend = app.extensions["o41"]
+    from emulator import db
+
+    key = backend.conn().execute(
+        db.upload_files.select().where(db.upload_files.c.name == "b",
+                                       db.upload_files.c.upload_id == w.body["upload"])
+    ).mappings().one()["object_key"]
+    backend.storage.delete(backend.location("aws/us-east-1").bucket, key)
+    r = commit(box, w.body["upload"], got)
+    assert (r.status, r.code) == (409, "incomplete")
+    assert nothing_visible(box)

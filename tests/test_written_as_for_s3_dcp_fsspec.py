@@ -154,16 +154,28 @@ def test_the_s3fs_calls_of_a_training_script(o41_env: Emulator, o41_location: st
 
 
 @pytest.mark.parametrize("what", ["file", "version", "artifact"])
-def test_rm_of_what_is_committed_is_refused_as_immutable_and_nothing_goes(
+def test_rm_of_the_latest_or_the_artifact_is_refused_and_nothing_goes(
         o41_env: Emulator, o41_location: str, what: str) -> None:
     fs = fsspec.filesystem("o41")
     fs.pipe(f"{o41_location}/step-00000001/model.pt", b"m")
     target = {"file": f"{o41_location}/step-00000001/model.pt",
               "version": f"{o41_location}/step-00000001", "artifact": o41_location}[what]
-    with pytest.raises(PermissionError, match="immutable") as info:
+    with pytest.raises(PermissionError) as info:
         fs.rm(target, recursive=what != "file")
-    assert isinstance(info.value, o41.Immutable) and info.value.code == "version_exists"
+    if what == "artifact":
+        assert isinstance(info.value, o41.Immutable) and info.value.code == "version_exists"
+    else:
+        assert isinstance(info.value, o41.IsLatest) and info.value.code == "is_latest"
     assert fs.cat_file(f"{o41_location}/step-00000001/model.pt") == b"m"
+
+
+def test_rm_of_an_older_version_deletes_it_as_on_s3(o41_env: Emulator, o41_location: str
+                                                    ) -> None:
+    fs = fsspec.filesystem("o41")
+    for step in (1, 2, 3):
+        fs.pipe(f"{o41_location}/step-{step:08d}/model.pt", b"m")
+    fs.rm(f"{o41_location}/step-{1:08d}", recursive=True)
+    assert ls(o41_location) == ["step-00000002", "step-00000003"]
 
 
 def test_rm_of_a_path_that_names_nothing_is_file_not_found(

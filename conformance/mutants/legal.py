@@ -236,6 +236,30 @@ class PricesOtherShape(JsonVariant):
         return {**body, "prices": {"currency": "USD", "per_gb": rows}}
 
 
+@legal
+class EmptyQueryParts(JsonVariant):
+    """Signed URLs carry query parts without a value (``place=``, ``trace``), which say
+    nothing: the variant drops them again before the implementation sees the URL, so a URL
+    with or without them serves the same bytes."""
+
+    name = "empty-query-parts"
+    clause = "-"
+    summary = "signed URLs carry empty query parts (place=, trace) that change nothing"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        if request.kind == "data":
+            request = replace(request, query=tuple((k, v) for k, v in request.query if v))
+        return super().handle(request, upstream)
+
+    def change(self, request, resp, body):  # noqa: ANN001, ANN201
+        def add(key: str | None, node: Any) -> Any:
+            if key == "url" and isinstance(node, str):
+                return node + ("&" if "?" in node else "?") + "place=&trace"
+            return node
+
+        return walk(body, add)
+
+
 # --- chaining ------------------------------------------------------------------------------
 
 

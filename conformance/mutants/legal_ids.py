@@ -189,7 +189,8 @@ class ConflictsAtCommit(Mutant):
         with self.lock:
             self.state.setdefault("uploads", {})[upload] = {
                 "artifact": body.get("artifact"), "error": error,
-                "sizes": [f.get("size") for f in files]}
+                "sizes": [f.get("size") for f in files],
+                "names": [f.get("name") for f in files]}
         expires = (datetime.now(UTC) + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
         reply = {"upload": upload,
                  "location": {"cloud": where.get("cloud"), "region": where.get("region")},
@@ -206,7 +207,10 @@ class ConflictsAtCommit(Mutant):
         size = held["sizes"][int(parts[3])]
         if isinstance(size, int) and len(request.body) > size:
             return Response.error(413, "payload_too_large", "the body is longer than declared")
-        return Response(200, (("Content-Type", "application/json"),), b"{}")
+        # What a streamed file's PUT answers (VER-6.a); a declared file's PUT may say the same.
+        got = {"name": held["names"][int(parts[3])], "size": len(request.body),
+               "sha256": hashlib.sha256(request.body).hexdigest()}
+        return Response(200, (("Content-Type", "application/json"),)).with_json(got)
 
 
 @legal

@@ -1,7 +1,7 @@
 """Mutants of edge spellings the contract pins, and of duplicates: ``LATEST`` taken for
 ``latest``, a ``resume`` of another type taken for ``latest``, a stray slash after a name,
-reads without ``artifact``, the same upload committed twice, and name parts that start
-with punctuation or are ``.`` and ``..``."""
+reads without ``artifact``, the same upload committed twice, and name parts that are ``.``
+and ``..`` (the rest of the name grammar: :mod:`conformance.mutants.m_grammar`)."""
 
 from __future__ import annotations
 
@@ -187,20 +187,6 @@ class CloudEchoedAsSpelled(Tracked):
 def _artifact_of(request: Request) -> str | None:
     """The artifact an open or a read names (where the rewrite below knows to put it)."""
     return artifact_of(request) if request.endpoint in ("artifacts/open", *READS) else None
-
-
-@mutant
-class LeadingPunctuationRefused(Tracked):
-    name = "open-name-part-starting-with-dot-underscore-or-dash-refused"
-    clause = "OPEN-1.a"
-    summary = "names whose part starts with '.', '_' or '-' (such as 'p/_run') get 400"
-
-    def before(self, request: Request, upstream: Upstream) -> Response | None:
-        name = _artifact_of(request) or ""
-        if any(part[:1] in "._-" and part not in (".", "..") for part in name.split("/")
-               if part):
-            return Response.error(400, "invalid_argument", f"artifact {name!r} is not valid")
-        return None
 
 
 @mutant

@@ -106,7 +106,13 @@ class HttpUpstream:
         try:
             conn.connect()
             watch.attach(conn.sock)
-            conn.request(request.method, target, body=request.body or None, headers=headers)
+            try:
+                conn.request(request.method, target, body=request.body or None,
+                             headers=headers)
+            except (BrokenPipeError, ConnectionResetError):
+                # The upstream answered before it took the whole body (a 413 for a body
+                # past its limit) and closed: its answer is still there to read.
+                pass
             reply = conn.getresponse()
             body = reply.read()
             pairs = tuple(reply.getheaders())

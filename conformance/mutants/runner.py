@@ -32,15 +32,17 @@ from conformance.mutants.base import Mutant
 from conformance.mutants.proxy import HttpUpstream, MutantProxy
 from conformance.rules import rule_of
 from conformance.session import SECRET_ENV
-from conformance.spawn import SpawnedEmulator
+from conformance.spawn import SPAWN_MAX_FILE_SIZE, SpawnedEmulator
 
 __all__ = ["Outcome", "Target", "main", "run_mutant", "suite_env", "suite_options"]
 
-#: Keys of the emulator the runner spawns; the scoped key writes under ``mut/w-`` only.
+#: Keys of the emulator the runner spawns; the scoped key writes under ``mut-w/`` only (a
+#: project grant: names beside it, such as ``mut-w2x/...``, are tested too).
 READ_KEY = "ak_mutants_reader"
 SCOPED_KEY = "ak_mutants_scoped"
-SCOPED_WRITE, SCOPED_READ = "mut/w-", "mut/r-"
+SCOPED_WRITE, SCOPED_READ = "mut-w/", "mut/r-"
 SPAWN_CONFIG = (
+    f"max_file_size = {SPAWN_MAX_FILE_SIZE}\n\n"
     f'[[keys]]\nkey = "{READ_KEY}"\nscopes = [{{ prefix = "", access = "read" }}]\n\n'
     f'[[keys]]\nkey = "{SCOPED_KEY}"\n'
     f'scopes = [{{ prefix = "{SCOPED_WRITE}", access = "write" }}, '
@@ -49,7 +51,7 @@ SPAWN_CONFIG = (
 #: Seconds the expiry emulator's signed URLs (and uploads) live: short enough for the
 #: suite's ``--max-url-wait`` (10 s), long enough for an open, upload and commit under load.
 EXPIRY_LIFETIME = 5
-EXPIRY_CONFIG = f"url_lifetime = {EXPIRY_LIFETIME}\n\n{SPAWN_CONFIG}"
+EXPIRY_CONFIG = f"url_lifetime = {EXPIRY_LIFETIME}\n{SPAWN_CONFIG}"
 RATIO = 0.97
 MARK_BEGIN, MARK_END = "<!-- mutants:begin -->", "<!-- mutants:end -->"
 

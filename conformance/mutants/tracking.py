@@ -172,7 +172,13 @@ class Tracked(Mutant):
             if key:
                 facts.writer_keys.add(key)
         elif request.endpoint == "versions/write" and isinstance(reply, dict):
-            up = UploadInfo(str(reply["upload"]), body["token"], body["artifact"], key, body)
+            up = facts.uploads.get(str(reply["upload"]))
+            if up is None:
+                up = UploadInfo(str(reply["upload"]), body["token"], body["artifact"], key, body)
+            else:  # a write that joined the upload (VER-5): its files are the upload's too
+                joined = [*(up.write.get("files") or []), *(body.get("files") or [])]
+                up.write = {**up.write, "files": joined}
+                up.complete_seq = None
             for f in reply.get("files") or []:
                 path = urlsplit(f["url"]).path
                 up.paths[path] = f["name"]

@@ -43,6 +43,12 @@ def create_key() -> tuple[Response, int]:
     return jsonify(upkeep.add_key(backend(), data.get("key"), data.get("scopes"))), 201
 
 
+@bp.delete("/keys")
+def revoke_key() -> Response:
+    """Revoke a minted key: `{"key"}`; from then on it is 401 on every node."""
+    return jsonify(upkeep.revoke_key(backend(), body("key").get("key")))
+
+
 @bp.route("/chaos", methods=["GET", "POST", "DELETE"])
 def chaos() -> Response:
     """GET the rules, POST `{"rules": [...]}` to replace them, DELETE to clear them."""

@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import time
 
-from flask import current_app, request
+from flask import current_app, g, request
 
 from ..backend import Backend
+from ..errors import Unavailable
 
 
 def backend() -> Backend:
@@ -34,3 +36,16 @@ def is_admin_key(given: str) -> bool:
     if not admin_key:
         return True
     return bool(given) and hmac.compare_digest(given.encode(), admin_key.encode())
+
+
+def apply_chaos(backend: Backend, operation: str) -> None:
+    """A chaos rule's effect on this call (`/_emulator/chaos`), for calls whose key or
+    signature passed: latency, a failure status, or a cut body."""
+    effect = backend.chaos.effect(backend.conn(), operation)
+    if effect is None:
+        return
+    if effect.latency_ms:
+        time.sleep(effect.latency_ms / 1000)
+    if effect.status:
+        raise Unavailable(f"{operation} failed by a chaos rule", effect.status)
+    g.cut_after_bytes = effect.cut_after_bytes

@@ -20,7 +20,7 @@ from .. import uploads, usage
 from ..errors import NotFound, PayloadTooLarge, RangeNotSatisfiable
 from ..filelists import STREAMED
 from ..storage import ObjectMissing, TooLarge
-from .context import backend
+from .context import apply_chaos, backend
 
 bp = Blueprint("data", __name__)
 
@@ -30,7 +30,7 @@ BACKGROUND_HASH_MIN = 256 << 10
 
 def _byte_range(size: int) -> tuple[int, int] | None:
     """(start, stop) of the one requested range, None for the whole object."""
-    if "Range" not in request.headers or "range-ignored" in backend().faults:
+    if "Range" not in request.headers or not backend().policy.ranges_honoured:
         return None
     rng = request.range
     if rng is None or rng.units != "bytes" or len(rng.ranges) != 1:
@@ -116,6 +116,7 @@ class _MeteredFile:
 def get_object(cloud: str, region: str, key: str) -> Response:
     be = backend()
     meta = be.signer.verify(request.method, request.path, request.args.get("sig"))
+    apply_chaos(be, "data/get")
     location_id = f"{cloud}/{region}"
     loc = be.location(location_id)
     try:
@@ -145,6 +146,9 @@ def get_object(cloud: str, region: str, key: str) -> Response:
 
     def done(sent: int) -> None:  # runs after the view, outside the app context
         usage.record(be, "read", meta["a"], meta["v"], location_id, meta.get("r"), sent - expected)
+        be.release()  # after the request's own release: the pool gets it back now
+
+    be.release()  # and none is held while the body streams
 
     cut = g.get("cut_after_bytes")
     open_file = getattr(be.storage, "open_file", None)
@@ -235,6 +239,7 @@ def put_object(cloud: str, region: str, key: str) -> Response:
     """Store one file's body; the rules decide whether it may still become visible."""
     be = backend()
     meta = be.signer.verify("PUT", request.path, request.args.get("sig"))
+    apply_chaos(be, "data/put")
     loc = be.location(f"{cloud}/{region}")
     declared = int(meta["s"])
     if declared == STREAMED:  # VER-6: any length up to the limit, told in the answer

@@ -8,6 +8,7 @@ from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from ..errors import ApiError
+from ..outages import as_unavailable
 
 log = logging.getLogger("o41.emulator")
 
@@ -55,5 +56,14 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:
+        unavailable = as_unavailable(exc)
+        if unavailable is not None:
+            # The connection may be broken or in a failed transaction: the next request
+            # opens a fresh one.
+            current_app.extensions["o41"].discard_connection()
+            log.warning("database unavailable on %s %s: %s", request.method, request.path,
+                        type(getattr(exc, "orig", None) or exc).__name__)
+            return _api_error(unavailable)
         log.exception("unexpected error on %s %s", request.method, request.path)
         return error_response(500, "internal", f"internal error: {type(exc).__name__}")
+

@@ -55,6 +55,8 @@ def main() -> None:
     parser.add_argument("--ckpt-path", default="last", help='"last", or "none" for a fresh fit')
     parser.add_argument("--async-io", action="store_true",
                         help="Trainer(plugins=[AsyncCheckpointIO()]): saves on a thread")
+    parser.add_argument("--devices", type=int, default=1,
+                        help="CPU processes (DDP, strategy='ddp', when more than 1)")
     parser.add_argument("--root-dir", action="store_true",
                         help="Trainer(default_root_dir=LOCATION) and no dirpath")
     args = parser.parse_args()
@@ -68,7 +70,8 @@ def main() -> None:
         where["plugins"] = [AsyncCheckpointIO()]
     trainer = L.Trainer(max_steps=args.steps, callbacks=[checkpoints, Report()],
                         enable_progress_bar=False, enable_model_summary=False,
-                        accelerator="cpu", devices=1, **where)
+                        accelerator="cpu", devices=args.devices,
+                        **({"strategy": "ddp"} if args.devices > 1 else {}), **where)
     trainer.fit(Tiny(args.sleep), DataLoader(data, batch_size=8),
                 ckpt_path=None if args.ckpt_path == "none" else args.ckpt_path)
     print(f"done {trainer.global_step}", flush=True)
