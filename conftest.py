@@ -1,9 +1,30 @@
-"""The docs' examples are tests: README.md and every docs/*.md run through Sybil.
+"""The docs' examples are tests: README.md and every docs/*.md run through Sybil; and the
+two tiers of the project's tests.
 
-How they run, and how a block is marked to skip, is in ``tests/doc_examples.py``.
+How the examples run, and how a block is marked to skip, is in ``tests/doc_examples.py``.
+
+Tiers: a test marked ``slow`` (the mutant table, the real trainers' preemption matrices,
+the soak and race stress, the shared-dashboard world, the legal variants, SIGKILL recovery,
+the suite's repeat and seed runs, the bench smoke) is left out of a plain ``pytest``:
+
+- ``pytest`` is the fast tier, every test not marked ``slow``;
+- ``pytest -m slow`` is the slow tier only; any ``-m`` that names ``slow`` decides alone
+  (``-m "slow or not slow"`` is both tiers), and ``--runslow`` adds the slow tier to
+  whatever else is selected (``pytest --runslow`` is everything, ``pytest -m s3 --runslow``
+  every S3-backend test);
+- ``-m`` without ``slow`` (``pytest -m s3``) selects within the fast tier;
+- a test file or test named on the command line (``pytest tests/test_mutants.py``,
+  ``pytest tests/test_race_stress.py::test_x``) runs all its selected tests, slow or not;
+  a directory (``pytest tests``) is a tier like the plain ``pytest``.
 """
 
+from __future__ import annotations
+
 import os
+import re
+from pathlib import Path
+
+import pytest
 
 from tests.doc_examples import doc_env, docs_emulator, sybil
 
@@ -17,22 +38,56 @@ __all__ = ["doc_env", "docs_emulator"]
 
 pytest_collect_file = sybil().pytest()
 
-# O41_TEST_DATABASE=postgresql: the session starts a PostgreSQL cluster, and every emulator
-# the tests build or spawn (the conformance suite's `--target spawn` too, through
-# O41_EMULATOR_SERVE_DATABASE) keeps its metadata there instead of in SQLite.
-_POSTGRES: list = []
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--runslow", action="store_true", default=False,
+        help="run the slow tier too (tests marked slow; `-m slow` runs only those)")
 
 
-def pytest_configure(config) -> None:
-    if os.environ.get("O41_TEST_DATABASE", "sqlite") != "postgresql" or _POSTGRES:
+def _named_files(config: pytest.Config) -> set[Path]:
+    """The files the command line names itself (a file or a test in it), not directories
+    and not the configured testpaths."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return set()
+    base = config.invocation_params.dir
+    named = set()
+    for arg in config.args:
+        path = (base / arg.split("::", 1)[0]).resolve()
+        if path.is_file():
+            named.add(path)
+    return named
+
+
+#: Doc examples of the slow tier, by a command they run: the README's whole conformance run
+#: against a served emulator (the fast tier runs the suite against the emulator once, in
+#: tests/test_conformance_emulator.py).
+SLOW_EXAMPLES = ("pytest conformance --target http",)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark the slow doc examples at collection, before `-m` selects. A block under a skip
+    directive is never marked: `-m slow` would leave the directive out and run the block."""
+    example = getattr(item, "example", None)
+    parsed = getattr(example, "parsed", None)
+    if not isinstance(parsed, str) or not any(cmd in parsed for cmd in SLOW_EXAMPLES):
         return
-    from bench.postgres import ENV_VAR, Postgres
+    above = example.document.text[:example.start].rstrip()
+    if above.endswith("-->") and re.match(r"<!--\s*skip:", above[above.rfind("<!--"):]):
+        return
+    item.add_marker(pytest.mark.slow)
 
-    pg = Postgres().start()
-    _POSTGRES.append(pg)
-    os.environ[ENV_VAR] = pg.database("o41_session")
 
-
-def pytest_unconfigure(config) -> None:
-    while _POSTGRES:
-        _POSTGRES.pop().stop()
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave the slow tier out unless asked for (see the module's docstring)."""
+    if config.getoption("--runslow") or re.search(r"\bslow\b", config.option.markexpr or ""):
+        return
+    named = _named_files(config)
+    kept, left = [], []
+    for item in items:
+        slow = item.get_closest_marker("slow") is not None
+        (left if slow and Path(item.path).resolve() not in named else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept

@@ -19,6 +19,15 @@ S3 = pytest.param("s3", marks=pytest.mark.s3)
 BACKENDS = ["fs", S3]  # parametrize with these: the s3 case is marked, so `-m s3` selects it
 
 
+# O41_TEST_DATABASE=postgresql: the session starts a PostgreSQL cluster, and every emulator
+# the tests build or spawn keeps its metadata there instead of in SQLite. (The conformance
+# suite on PostgreSQL is `python -m bench.postgres -- pytest conformance --target spawn`:
+# its spawned emulator takes the database from O41_EMULATOR_SERVE_DATABASE.)
+ON_POSTGRES = os.environ.get("O41_TEST_DATABASE", "sqlite") == "postgresql"
+DATABASE_VAR = "O41_EMULATOR_SERVE_DATABASE"
+_POSTGRES: list = []
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--s3-server", default=None,
@@ -32,6 +41,17 @@ def pytest_configure(config: pytest.Config) -> None:
         chosen(config.getoption("--s3-server", None))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if ON_POSTGRES and not _POSTGRES:
+        from bench.postgres import Postgres  # the benchmarks' throwaway cluster
+
+        pg = Postgres().start()
+        _POSTGRES.append(pg)
+        os.environ[DATABASE_VAR] = pg.database("o41_session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _POSTGRES:
+        _POSTGRES.pop().stop()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -78,10 +98,6 @@ def make_settings(tmp_path: Path, request: pytest.FixtureRequest, kind: str = "f
     base = Settings(data_dir=tmp_path / "data", locations=locations,
                     database=fresh_database())
     return replace(base, **storage_settings(kind, tmp_path, request), **overrides)
-
-
-ON_POSTGRES = os.environ.get("O41_TEST_DATABASE", "sqlite") == "postgresql"
-DATABASE_VAR = "O41_EMULATOR_SERVE_DATABASE"
 
 
 def fresh_database() -> str | None:

@@ -11,6 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the slow tier (conftest.py): the quick bench, the soak smoke
+
 REPO = Path(__file__).resolve().parent.parent
 
 FIGURES = [

@@ -159,6 +159,7 @@ def _examples(report: dict[str, Any]) -> dict[str, int]:
     return {t["nodeid"]: t["requests"] for t in report["tests"] if "state_machine" in t["nodeid"]}
 
 
+@pytest.mark.slow
 def test_default_profile_gives_identical_results_twice(
     suite_runs: dict[str, Future[Run]],
 ) -> None:
@@ -170,6 +171,7 @@ def test_default_profile_gives_identical_results_twice(
     assert _examples(first) and all(n > 100 for n in _examples(first).values())
 
 
+@pytest.mark.slow
 def test_seed_changes_state_machine_examples(suite_runs: dict[str, Future[Run]]) -> None:
     """--conformance-seed is what fixes the examples: another seed explores differently."""
     clean, other = suite_runs["clean"].result()[1], suite_runs["stateful-seed-7"].result()[1]
@@ -178,6 +180,7 @@ def test_seed_changes_state_machine_examples(suite_runs: dict[str, Future[Run]])
     assert sent != _examples(clean)[node]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_suite_names_rule_when_emulator_faulty(
     fault: str, suite_runs: dict[str, Future[Run]]
@@ -192,6 +195,7 @@ def test_suite_names_rule_when_emulator_faulty(
     assert failure["steps"], failure
 
 
+@pytest.mark.slow
 def test_state_machine_shrinks_fencing_fault_to_named_rule(
     suite_runs: dict[str, Future[Run]],
 ) -> None:

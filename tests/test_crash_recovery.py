@@ -17,9 +17,12 @@ import sys
 import threading
 import time
 
+import pytest
 import requests
 
 from tests.emulator_http import AWS, Box, Http
+
+pytestmark = pytest.mark.slow  # the slow tier (conftest.py): SIGKILL recovery, 50 kills
 
 KILL_POINTS = 50
 

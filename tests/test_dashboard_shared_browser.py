@@ -87,6 +87,7 @@ def shoot(pg, name: str, tmp_path: Path, height: int | None = None, top: int = 0
         shutil.copyfile(shot, DOCS / name)
 
 
+@pytest.mark.slow
 def test_shared_dashboard_puts_yours_first_and_conformance_runs_apart(world, narrow,
                                                                      tmp_path) -> None:
     narrow.goto(world.url + "/")
@@ -108,6 +109,7 @@ def test_shared_dashboard_puts_yours_first_and_conformance_runs_apart(world, nar
     assert shown == len(names) - len(conf)
 
 
+@pytest.mark.slow
 def test_replay_boxes_have_their_own_lanes_and_outlines_differ_in_pattern(world, narrow,
                                                                          tmp_path) -> None:
     narrow.goto(world.url + "/?project=experiments")
@@ -128,6 +130,7 @@ def test_replay_boxes_have_their_own_lanes_and_outlines_differ_in_pattern(world,
     shoot(narrow, "shared-timelines.png", tmp_path)
 
 
+@pytest.mark.slow
 def test_usage_at_700_px_has_no_scrollbar_unwrapped_steps_and_step_order(world, narrow,
                                                                         tmp_path) -> None:
     narrow.goto(world.url + "/usage")

@@ -109,6 +109,7 @@ def test_every_rank_shards_and_metadata_are_one_version_and_load_exact(
     assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_rank_killed_mid_save_leaves_the_previous_latest(o41_emulator: Emulator,
                                                          o41_location: str, ranks: int) -> None:
@@ -127,6 +128,7 @@ def test_rank_killed_mid_save_leaves_the_previous_latest(o41_emulator: Emulator,
         == [2, 4]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_zombie_job_woken_after_its_relaunch_stops_on_every_rank(
         o41_emulator: Emulator, o41_location: str, ranks: int) -> None:
@@ -149,6 +151,7 @@ def test_zombie_job_woken_after_its_relaunch_stops_on_every_rank(
                                                       o41_location)] == [(2, 1), (4, 2)]
 
 
+@pytest.mark.slow
 def test_loads_of_latest_by_two_ranks_racing_a_two_rank_writer_never_mix(
         o41_emulator: Emulator, o41_location: str) -> None:
     env = o41_emulator.client_env(O41_MODE="write")

@@ -96,6 +96,7 @@ def test_fenced_save_raises_checkpoint_exception_carrying_fenced(o41_env: Emulat
     assert [v["step"] for v in versions(o41_env.api, o41_env.key, o41_location)] == [1]
 
 
+@pytest.mark.slow
 def test_zombie_under_o41_run_is_stopped_and_none_of_its_later_steps_show(
         o41_emulator: Emulator, o41_location: str) -> None:
     args = (o41_location, "--steps", "400", "--every", "5")

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_replay_trainers import EXAMPLES, needs_lightning, needs_torch
+
+pytestmark = pytest.mark.slow  # the slow tier (conftest.py): real trainers killed and relaunched
 
 
 def train(script: str, location: str, *args: str) -> str:

@@ -151,6 +151,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
         proc.stop()
 
 
+@pytest.mark.slow
 def test_suite_passes_through_every_legal_variant_at_once(
     emulator: Target, tmp_path: Path
 ) -> None:

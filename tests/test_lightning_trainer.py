@@ -48,6 +48,7 @@ def o41_emulator_read(emu: Emulator, location: str, version: str) -> list[dict]:
     return resp.json()["files"]
 
 
+@pytest.mark.slow
 def test_killed_and_relaunched_resumes_at_the_last_checkpointed_global_step(
         o41_emulator: Emulator, o41_location: str) -> None:
     first = launch(o41_emulator, o41_location, "--steps", "400", "--every", "5",
@@ -62,6 +63,7 @@ def test_killed_and_relaunched_resumes_at_the_last_checkpointed_global_step(
     assert steps[-1] == last + 5 and steps == sorted(set(steps))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wake", ["before the relaunch's first save",
                                   "after the relaunch's first save"])
 def test_zombie_stops_by_itself_and_none_of_its_later_steps_show(
@@ -87,6 +89,7 @@ def test_zombie_stops_by_itself_and_none_of_its_later_steps_show(
     assert later == [], f"the zombie's steps after the relaunch began show: {later}"
 
 
+@pytest.mark.slow
 def test_eval_job_reading_last_never_fences_the_trainer(o41_emulator: Emulator,
                                                         o41_location: str) -> None:
     trainer = launch(o41_emulator, o41_location, "--steps", "400", "--every", "5",
@@ -101,6 +104,7 @@ def test_eval_job_reading_last_never_fences_the_trainer(o41_emulator: Emulator,
     trainer.kill()
 
 
+@pytest.mark.slow
 def test_fresh_fit_on_an_artifact_with_checkpoints_is_refused_at_launch(
         o41_emulator: Emulator, o41_location: str) -> None:
     assert launch(o41_emulator, o41_location, "--steps", "5", "--every", "5").finish() == 0
@@ -111,6 +115,7 @@ def test_fresh_fit_on_an_artifact_with_checkpoints_is_refused_at_launch(
     assert "step 1" not in fresh.lines
 
 
+@pytest.mark.slow
 def test_default_root_dir_on_o41_fails_at_launch_naming_what_to_write(
         o41_emulator: Emulator, o41_location: str) -> None:
     run = launch(o41_emulator, o41_location, "--steps", "5", "--every", "5", "--root-dir")

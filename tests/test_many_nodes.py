@@ -120,6 +120,7 @@ def test_racing_boxes_spread_over_two_nodes_keep_fencing(nodes, artifact):
     race_boxes([a.url, b.url], artifact)
 
 
+@pytest.mark.slow
 def test_racing_puts_commits_and_reclaims_over_two_nodes_change_no_version(nodes, tmp_path):
     short = tmp_path / "short.toml"
     short.write_text(f"upload_lifetime = {LIFETIME:g}\n")

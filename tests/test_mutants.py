@@ -28,6 +28,8 @@ from conformance.mutants.runner import (
 from conformance.rules import CLAUSES
 from conformance.spawn import SpawnedEmulator
 
+pytestmark = pytest.mark.slow  # the slow tier (conftest.py): the mutant table, mutants run
+
 
 def test_every_clause_has_at_least_two_mutants() -> None:
     per_clause = {c: [n for n, m in MUTANTS.items() if m.clause == c] for c in CLAUSES}

@@ -26,6 +26,8 @@ import pytest
 from tests.emulator_http import AWS, Box, Http, SpreadHttp, sha
 from tests.race_tools import RawPut
 
+pytestmark = pytest.mark.slow  # the slow tier (conftest.py): the race stress
+
 TRIALS = int(os.environ.get("O41_RACE_TRIALS", "12"))
 LIFETIME = 1.0  # upload_lifetime of the reclaim server, in seconds
 CONCURRENT = 12

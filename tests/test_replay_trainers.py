@@ -24,6 +24,8 @@ import pytest
 
 from tests.test_replay_harness import EXAMPLES, REPO
 
+pytestmark = pytest.mark.slow  # the slow tier (conftest.py): the real trainers' preemption matrix
+
 needs_torch = pytest.mark.skipif(find_spec("torch") is None,
                                  reason="needs torch (pip install torch==2.13.0, CPU)")
 needs_lightning = pytest.mark.skipif(find_spec("torch") is None or find_spec("lightning") is None,

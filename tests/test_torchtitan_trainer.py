@@ -66,6 +66,7 @@ def test_checkpoint_manager_saves_and_purges_to_keep_latest_k(
     assert "failed to delete" not in trainer.output()
 
 
+@pytest.mark.slow
 def test_killed_and_relaunched_resumes_from_the_last_step_to_the_same_weights(
         o41_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
     env = o41_emulator.client_env()
@@ -81,6 +82,7 @@ def test_killed_and_relaunched_resumes_from_the_last_step_to_the_same_weights(
     assert steps_of(o41_emulator, o41_location) == [8, 10, 12]
 
 
+@pytest.mark.slow
 def test_zombie_woken_after_the_relaunch_saved_stops_and_changes_nothing(
         o41_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
     env = o41_emulator.client_env()
@@ -103,6 +105,7 @@ def test_zombie_woken_after_the_relaunch_saved_stops_and_changes_nothing(
     assert done(relaunch.output()) == (STEPS, uninterrupted)
 
 
+@pytest.mark.slow
 def test_zombie_woken_before_the_relaunch_saved_under_o41_run_stops(
         o41_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
     env = o41_emulator.client_env()

@@ -219,6 +219,7 @@ def test_async_checkpoint_io_commits_one_version_per_save_and_resumes(
 # -- a trainer process: AsyncCheckpointIO killed, relaunched, fenced -------------------------
 
 
+@pytest.mark.slow
 def test_async_checkpoint_io_trainer_killed_relaunched_and_its_zombie_stopped(
         o41_emulator: Emulator, o41_location: str) -> None:
     from trainer_runs import artifact, start, versions, wait_for_version
@@ -241,6 +242,7 @@ def test_async_checkpoint_io_trainer_killed_relaunched_and_its_zombie_stopped(
     assert [v for v in found if v["epoch"] == old and v["step"] > last] == []
 
 
+@pytest.mark.slow
 def test_a_save_is_visible_once_the_next_step_runs_and_a_kill_then_resumes_there(
         o41_emulator: Emulator, o41_location: str) -> None:
     import re
