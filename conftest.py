@@ -61,8 +61,9 @@ def _named_files(config: pytest.Config) -> set[Path]:
 
 #: Doc examples of the slow tier, by a command they run: the README's whole conformance run
 #: against a served emulator (the fast tier runs the suite against the emulator once, in
-#: tests/test_conformance_emulator.py).
-SLOW_EXAMPLES = ("pytest conformance --target http",)
+#: tests/test_conformance_emulator.py), and docs/fsspec.md's Ray Train recipe (77 s of a
+#: real Ray cluster starting on 2 cores).
+SLOW_EXAMPLES = ("pytest conformance --target http", "import ray\n")
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

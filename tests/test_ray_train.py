@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(
     reason="ray[train] is not installed (pip install -e '.[test]')")
 
 
+@pytest.mark.slow  # a real Ray cluster starts: 15 s on 2 cores
 def test_ray_train_storage_path_on_o41_is_refused_at_launch_naming_the_recipe(
         o41_emulator: Emulator) -> None:
     artifact = f"tests/ray-{secrets.token_hex(4)}"
