@@ -109,7 +109,9 @@ def measure(work: Path, clients: int, seconds: float, log) -> EngineRates:
         nodes[CONFIGS[1]] = [Emulator(work / "engines-pg", work, "--database", one,
                                       name="engine-pg")]
         two = pg.database()
-        nodes[CONFIGS[2]] = [Emulator(work / f"engines-pg2-{i}", work, "--database", two,
+        # Two nodes of one emulator share one storage (the same data dir), or the second
+        # refuses to start: it could not serve the first one's bytes.
+        nodes[CONFIGS[2]] = [Emulator(work / "engines-pg2", work, "--database", two,
                                       name=f"engine-pg2-{i}") for i in range(2)]
         for emus in nodes.values():
             emus[0].checkpoint("bench/engines-read", 1, {"model.pt": b"m" * 4096})
