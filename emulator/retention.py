@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from . import names, store
 from .backend import Backend
-from .errors import Fenced, IsLatest, NotFound
+from .errors import IsLatest, NotFound
 from .keys import Principal
 from .stored import iso
 from .uploads import reclaim_expired_uploads
+from .versions import check_epoch
 
 # A URL's payload keeps its expiry to the millisecond; a second more covers the rounding.
 _SLACK = 1.0
@@ -32,14 +33,11 @@ def delete_version(
     now = backend.now()
     with store.transaction(conn):
         # Locked (PostgreSQL): an open, a commit or another delete waits until this ends.
-        art = store.artifacts.lock(conn, name)
-        assert art is not None  # a token's artifact exists
+        store.artifacts.lock(conn, name)
         row = store.versions.row(conn, name, step)
-        if row is None:
+        if row is None:  # a 404 comes before a 409
             raise NotFound(f"{name} has no version {version}")
-        if art["epoch"] > tok["epoch"]:
-            raise Fenced(f"delete of epoch {tok['epoch']} refused: {name} was opened at epoch "
-                         f"{art['epoch']} by {art['holder']}")
+        check_epoch(backend, name, tok["epoch"], "delete")  # FENCE-2, as writes and commits
         if store.versions.latest_step(conn, name) == step:
             raise IsLatest(f"{version} is the latest version of {name}; a run resumes from "
                            "it, so it is never deleted")

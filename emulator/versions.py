@@ -36,7 +36,7 @@ def latest_step(backend: Backend, artifact: str) -> int | None:
                                       highest=backend.policy.latest_is_highest)
 
 
-def _check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None:
+def check_epoch(backend: Backend, artifact: str, epoch: int, what: str) -> None:
     """FENCE-2: anything carrying an epoch older than the artifact's newest is refused."""
     # Locked (PostgreSQL): an open of this artifact waits until this write or commit ends.
     row = store.artifacts.lock(backend.conn(), artifact)
@@ -117,7 +117,7 @@ def _new_upload(
 ) -> dict:
     """Inside the write's transaction: the epoch and the name are checked, then the upload
     is recorded at the writer's location."""
-    _check_epoch(backend, artifact, tok["epoch"], "write")
+    check_epoch(backend, artifact, tok["epoch"], "write")
     _check_name(backend, artifact, version, step)
     placement = backend.geography.place_for(place_from_text(tok["place"]))
     up = {
@@ -147,7 +147,7 @@ def _joined_upload(
     filelists.check_joined(parsed, earlier, backend.settings.max_files)
     # An upload never changes hands: the token and the upload must both be of the newest
     # epoch, so a newer open fences the files of the old one too.
-    _check_epoch(backend, artifact, min(up["epoch"], tok["epoch"]), "write")
+    check_epoch(backend, artifact, min(up["epoch"], tok["epoch"]), "write")
     if tok["epoch"] != up["epoch"]:
         raise Fenced(f"upload {upload} was started under epoch {up['epoch']}, not "
                      f"{tok['epoch']}; an upload belongs to the open that started it")
@@ -177,7 +177,7 @@ def commit_version(
             filelists.check_listed_names(listed, stored)
         # An upload belongs to the token that started it: a newer token cannot launder it.
         if backend.policy.upload_keeps_its_epoch:
-            _check_epoch(backend, name, min(up["epoch"], tok["epoch"]), "commit")
+            check_epoch(backend, name, min(up["epoch"], tok["epoch"]), "commit")
         if up["state"] == "committed":
             raise VersionExists(f"{name}/{up['version']} is already committed")
         require_committable(backend, up)
