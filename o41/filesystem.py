@@ -30,7 +30,7 @@ from typing import Any
 from fsspec.spec import AbstractFileSystem
 from fsspec.utils import isfilelike
 
-from . import fsretain, fsrun
+from . import fsdefer, fsretain, fsrun
 from .api import ApiClient
 from .config import Place, Settings
 from .errors import ConfigError, NotFound, TransportError
@@ -60,7 +60,8 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
                  parts: tuple[str, ...] | list[str] = DEFAULT_PARTS,
                  workers: int = WORKERS, holder: str | None = None,
                  mode: str | None = None, on_fenced: str | None = None,
-                 write_buffer: int = BUFFER, **kwargs: Any) -> None:
+                 write_buffer: int = BUFFER, commit_after: float | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         env = dict(os.environ)
         env.update({k: v for k, v in (("O41_ARTIFACTS_API_URL", api_url),
@@ -78,6 +79,7 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
             raise ConfigError(f"write_buffer={write_buffer!r}: bytes of one open file held in "
                               "memory, 1 MiB to 16 GiB")
         self.write_buffer = write_buffer
+        self.commit_after = fsdefer.commit_after(commit_after)
         self.on_fenced = fsrun.on_fenced_policy(on_fenced)
         self.api = ApiClient.from_settings(settings)
         self._signed_cache: dict[tuple[str, str], tuple[float, Version]] = {}
@@ -149,10 +151,13 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
             self._signed_cache[(artifact, found.version)] = (now + _reuse_for(found), found)
             if version == "latest":
                 self._latest[artifact] = found.version
+        if version == "latest":
+            fsrun.note_read(self.api, artifact, self.holder, found.version)
         return found
 
     def version(self, artifact: str, version: str = "latest") -> Version:
         """A committed version, signed; ``latest`` as this instance holds it."""
+        self._settle_for(parse(f"{artifact}/{version}"))
         if version == "latest":
             version = self._latest_name(artifact)
         return self._signed(artifact, version)
@@ -203,6 +208,7 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         raise FileNotFoundError(f"{path.url}: no version has a file {path.name!r}")
 
     def _version_of(self, path: O41Path) -> Version:
+        self._settle_for(path)
         if path.at_top:
             if "/" in path.name:
                 raise FileNotFoundError(f"{path.url}: not a path of an o41 artifact")
@@ -229,11 +235,14 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         where = self._split(path)
         base = self._strip_protocol(path).rstrip("/")
         if where.version is None and not where.name:
+            self._settle_for(where)
             try:
                 versions = self.api.list_versions(where.artifact)
             except NotFound:
                 raise FileNotFoundError(path) from None
             self.hold_latest(where.artifact, versions[-1]["version"] if versions else None)
+            if versions:
+                fsrun.note_read(self.api, where.artifact, self.holder, versions[-1]["version"])
             out: list[dict[str, Any]] = [
                 {"name": f"{where.artifact}/{v['version']}", "type": "directory",
                  "size": int(v.get("size") or 0), "step": v.get("step"),
@@ -280,6 +289,7 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         where = self._split(path)
         base = self._strip_protocol(path).rstrip("/")
         if where.version is None and not where.name:
+            self._settle_for(where)
             try:
                 data = self.api.read_artifact(where.artifact)
             except NotFound:

@@ -43,7 +43,8 @@ def check_new_step(fs: Any, key: StepKey) -> None:
         raise VersionExists(
             f"{where} is committed already (version_exists: committed versions are "
             f"immutable, VER-2){_holding(files or [])}; write a step after the "
-            f"latest ({latest}). A file closed outside a transaction commits its step: "
+            f"latest ({latest}). Files closed outside a transaction commit their step once "
+            f"none has been open for {fs.commit_after:g} s (commit_after, O41_COMMIT_AFTER): "
             "write the files of one step inside `with fs.transaction:`, or put their "
             f"folder with fs.put(dir, 'o41://{artifact}/step-XXXXXXXX/', recursive=True)",
             status=409)

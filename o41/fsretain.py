@@ -57,6 +57,7 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 def remove(fs: Any, path: str) -> None:
     """``rm`` of ``path``, which names nothing this process has staged."""
     where: O41Path = fs._split(path)
+    fs._settle_for(where)  # a step this process closed and not yet committed is the latest
     if where.version is None and not where.name:
         if not fs.exists(path):
             raise FileNotFoundError(f"{path}: no such artifact")
@@ -65,10 +66,12 @@ def remove(fs: Any, path: str) -> None:
                         f"fs.rm('{path.rstrip('/')}/step-100', recursive=True)", status=409)
     version, files = _committed(fs, where, path)
     if where.version == "latest":
+        fs._refuse_if_fenced(where.artifact)  # a zombie is told it is fenced first
         raise _is_latest(path, where.artifact, version)
     launch = _held_launch(fs, where.artifact, path)
     latest = fs.api.read_artifact(where.artifact).get("latest") == version
     if latest and not _later_step_written(fs, where.artifact, version):
+        fs._refuse_if_fenced(where.artifact)
         raise _is_latest(path, where.artifact, version)
     if where.name:
         with _lock:

@@ -65,9 +65,10 @@ def warn_uncommitted(launches: Iterable[Launch]) -> list[str]:
 
 
 def _warn_at_exit() -> None:
-    from . import fsrun
+    from . import fsdefer, fsrun
 
-    warn_uncommitted(list(fsrun._launches.values()))
+    fsdefer.settle_at_exit()  # steps whose files all closed commit first (o41.fsdefer)
+    warn_uncommitted(fsrun.all_launches())
 
 
 atexit.register(_warn_at_exit)

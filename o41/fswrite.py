@@ -3,11 +3,11 @@
 Kept apart from ``o41.filesystem`` (paths and reads). What commits a step, and why the
 commit goes last, is told in ``o41.fsstage``; how a file streams, in ``o41.fsstream``; the
 launch that owns the open, the token and the uploads, in ``o41.fsrun``. A file closed
-outside a transaction or a ``put`` commits its step at once, unless it is a part of a
-multi-file checkpoint (DCP's ``*.distcp``, ``*.tmp``: storage option ``parts``), which
-waits for its marker (``.metadata``): so ``torch.save(obj, fsspec.open(".../step-N/model.pt",
-"wb"))``, ``pipe`` and ``touch`` are visible after close, as on s3fs, and a DCP checkpoint is
-one version.
+outside a transaction or a ``put`` commits its step once no file of it has been open for
+``commit_after`` seconds, or sooner (``o41.fsdefer``), unless it is a part of a multi-file
+checkpoint (DCP's ``*.distcp``, ``*.tmp``: storage option ``parts``), which waits for its
+marker (``.metadata``): so ``torch.save`` of a model and then of its optimizer into
+``.../step-N/`` is one version, and a DCP checkpoint is one version.
 
 The adapters (``o41.lightning``, ``o41.dcp``) use the public methods below: ``launch``,
 ``write_target``, ``commit_step``, ``discard_step``, ``hold_step``, ``release_step`` and
@@ -22,12 +22,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import fsrun
+from . import fsdefer, fsrun
 from .checkpoint import Run
 from .dataplane import Connections, Retry, put
 from .errors import ConfigError, Immutable, TransportError, VersionExists
 from .fsguard import check_new_step, refuse_removal
-from .fspaths import O41Path, outside_layout, parse, top_version
+from .fspaths import O41Path, outside_layout, parse, step_in_name, top_version
 from .fsstage import HELD, StepKey, is_marker, is_part, uncommitted, warn_uncommitted
 from .fsstream import StreamFile, answer_of, check_answer, put_whole
 from .local import hash_files
@@ -135,8 +135,15 @@ class StepWriter:
         if "x" in mode and self.exists(path):
             raise FileExistsError(path)
         launch = self.writable(key[0])  # the open comes before any bytes: refusals first
-        check_new_step(self, key)
+        self._into_step(launch, key)
         return WriteFile(self, launch, path, key, name, autocommit)
+
+    def _into_step(self: Any, launch: fsrun.Launch, key: StepKey) -> None:
+        """A write into ``key``: earlier steps of the artifact commit now, ``key`` waits
+        for the close of this file, and then the refusals its commit would get come."""
+        launch.due.cancel(key[1])
+        launch.due.settle(spare=lambda version: version == key[1])
+        check_new_step(self, key)
 
     def writable(self: Any, artifact: str) -> fsrun.Launch:
         """The launch of ``artifact``, opened if need be; a fenced one stops here."""
@@ -149,8 +156,40 @@ class StepWriter:
     def _closed_write(self: Any, f: WriteFile) -> None:
         if not f.autocommit:
             return  # the transaction commits it
-        if is_marker(f.relname, self.markers) or not is_part(f.relname, self.parts):
+        if is_marker(f.relname, self.markers) or not self.commit_after:
             self.commit_step(f.key)
+        elif not is_part(f.relname, self.parts):
+            key = f.key
+            f.launch.due.defer(key[1], self.commit_after, lambda: self.commit_step(key))
+
+    def commit_pending(self: Any, path: str | None = None) -> None:
+        """Commit now every step this process closed its files in and has not committed
+        (``o41.fsdefer``), of ``path``'s artifact or of every artifact."""
+        artifact = parse(self._strip_protocol(path)).artifact if path else None
+        fsdefer.settle_all(launch for launch in fsrun.launches_of(self.api.api_url, self.holder)
+                           if artifact in (None, launch.artifact))
+
+    def _settle_for(self: Any, where: O41Path) -> None:
+        """Read-your-writes: a read, listing or removal in an artifact commits this
+        process's due steps of it first; but a path into a due step that names neither a
+        file written into it nor a folder of one (``exists`` before the step's next file)
+        leaves that step waiting."""
+        launch = fsrun.launch_if_held(self.api, where.artifact, self.holder)
+        if launch is None or not launch.due.pending():
+            return
+        named = where.version
+        if where.at_top:
+            step = step_in_name(where.name)
+            named = None if step is None else f"step-{step:08d}"
+
+        def spare(version: str) -> bool:
+            if version != named or not where.name:
+                return False
+            with launch.lock:
+                done = launch.steps[version].done if version in launch.steps else {}
+                return not any(n == where.name or n.startswith(where.name + "/") for n in done)
+
+        launch.due.settle(spare)
 
     def hold_step(self: Any, key: StepKey) -> None:
         """Keep closes and transactions from committing ``key``: its holder commits it
@@ -187,10 +226,11 @@ class StepWriter:
             version = launch.commit(version_name, extra)
         except VersionExists as exc:
             raise VersionExists(
-                f"o41://{artifact}/{version_name}: {exc.message}: a file closed outside a "
-                f"transaction commits its step ({', '.join(names)}); write the files of "
-                "one step inside `with fs.transaction:`, or put their folder with "
-                "fs.put(dir, 'o41://P/N/step-XXXXXXXX/', recursive=True)",
+                f"o41://{artifact}/{version_name}: {exc.message}: files closed outside a "
+                f"transaction commit their step ({', '.join(names)}) once none has been "
+                f"open for {self.commit_after:g} s (commit_after, {fsdefer.ENV_COMMIT_AFTER})"
+                "; write the files of one step inside `with fs.transaction:`, or put their "
+                "folder with fs.put(dir, 'o41://P/N/step-XXXXXXXX/', recursive=True)",
                 status=exc.status) from None
         with self._lock:
             self._signed_cache.pop(key, None)
@@ -244,7 +284,7 @@ class StepWriter:
         if mode == "create" and self.exists(rpath):
             raise FileExistsError(rpath)
         launch = self.writable(key[0])
-        check_new_step(self, key)
+        self._into_step(launch, key)
         local = hash_files([(name, Path(lpath).absolute())], 1)[0]
         url = launch.declare(key[1], [name])[name]
         answer = _put_path(url, local.path, local.size)

@@ -67,10 +67,5 @@ class O41Fixtures(AbstractFixtures):
 
 
 class TestO41Get(O41Fixtures, AbstractGetTests):
-    """fsspec's get tests, unchanged."""
-
-    @pytest.mark.skip(reason="touches several files of one step outside a transaction: the "
-                      "first commits the step, the next is refused as version_exists "
-                      "(docs/fsspec.md)")
-    def test_get_directory_recursive(self) -> None:
-        """Not run: see the skip reason."""
+    """fsspec's get tests, unchanged, every one (``test_get_directory_recursive`` touches a
+    file outside a transaction and reads it back: the read commits its step)."""

@@ -2,7 +2,9 @@
 
 One process is one launch: its filesystem instances share one open. A reader never opens;
 ``mode="write"`` opens at the first touch; ``o41 run`` opens before its command starts.
-A single file closed outside a transaction commits its step, as on s3fs it is visible.
+Files closed outside a transaction commit their step once none has been open for
+``commit_after`` seconds (tests/test_fsspec_commit_after.py); ``commit_after=0`` commits at
+each close, and ``fs.commit_pending()`` at once.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ def steps(emu: Emulator, location: str) -> list[int]:
     return [v["step"] for v in versions(emu.api, emu.key, location)]
 
 
-def test_single_file_written_outside_a_transaction_is_visible_after_close(
+def test_with_commit_after_zero_each_file_closed_outside_a_transaction_is_visible_after_close(
         o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(o41_emulator, commit_after=0)
     with fs.open(f"{o41_location}/step-00000001/model.pt", "wb") as f:
         f.write(b"weights")
     assert fs.exists(f"{o41_location}/step-00000001/model.pt")
@@ -62,7 +64,8 @@ def test_second_single_file_of_a_committed_step_fails_loudly_naming_the_remedy(
         o41_emulator: Emulator, o41_location: str) -> None:
     fs = make_fs(o41_emulator)
     fs.pipe(f"{o41_location}/step-00000001/model.pt", b"m")
-    with pytest.raises(o41.VersionExists, match=r"fs\.transaction") as info:
+    fs.commit_pending()
+    with pytest.raises(o41.VersionExists, match=r"5 s \(commit_after.*fs\.transaction") as info:
         fs.pipe(f"{o41_location}/step-00000001/optim.pt", b"o")
     assert info.value.status == 409 and info.value.code == "version_exists"
     assert [f for f in fs.ls(f"{o41_location}/step-00000001", detail=False)] == [
@@ -74,6 +77,8 @@ def test_file_at_the_top_goes_to_the_step_in_its_name_and_last_reads_the_latest(
     fs = make_fs(o41_emulator)
     fs.pipe(f"{o41_location}/epoch=0-step=10.ckpt", b"ten")
     fs.pipe(f"{o41_location}/epoch=0-step=20.ckpt", b"twenty")
+    assert steps(o41_emulator, o41_location) == [10]  # committed by the write of a later step
+    fs.commit_pending()
     assert steps(o41_emulator, o41_location) == [10, 20]
     assert fs.cat(f"{o41_location}/epoch=0-step=10.ckpt") == b"ten"
     with pytest.raises(ValueError, match="needs a step"):
@@ -88,6 +93,7 @@ def test_latest_is_held_until_a_marker_open_a_listing_or_invalidate_cache(
     writer.pipe(f"{o41_location}/step-00000001/.metadata", b"1")
     assert reader.cat(f"{o41_location}/latest/.metadata") == b"1"
     writer.pipe(f"{o41_location}/step-00000002/x.bin", b"2")
+    writer.commit_pending()
     with pytest.raises(FileNotFoundError):  # still step-00000001, which has no x.bin
         reader.cat(f"{o41_location}/latest/x.bin")
     reader.invalidate_cache()
@@ -98,7 +104,9 @@ def test_latest_is_held_until_a_marker_open_a_listing_or_invalidate_cache(
 
 def test_reader_mode_never_opens_and_refuses_writes(o41_emulator: Emulator,
                                                     o41_location: str) -> None:
-    make_fs(o41_emulator).pipe(f"{o41_location}/step-00000001/a", b"a")
+    writer = make_fs(o41_emulator)
+    writer.pipe(f"{o41_location}/step-00000001/a", b"a")
+    writer.commit_pending()
     epoch = artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"]
     reader = make_fs(o41_emulator, mode="read")
     assert reader.ls(o41_location, detail=False) == [f"{o41_location[6:]}/step-00000001"]
@@ -111,6 +119,7 @@ def test_write_mode_opens_at_the_first_touch_so_the_old_box_is_fenced_before_a_r
         o41_emulator: Emulator, o41_location: str) -> None:
     old = make_fs(o41_emulator)
     old.pipe(f"{o41_location}/step-00000001/a", b"a")
+    old.commit_pending()
     relaunch = make_fs(o41_emulator, mode="write")
     assert relaunch.cat(f"{o41_location}/latest/a") == b"a"  # opened before this read
     with pytest.raises(o41.Fenced):
@@ -165,6 +174,7 @@ def test_fenced_process_exits_8_with_one_line_naming_the_newer_holder(
     script = ("import fsspec, o41\n"
               "fs = fsspec.filesystem('o41')\n"
               f"fs.pipe('{o41_location}/step-00000001/a', b'a')\n"
+              "fs.commit_pending()\n"
               f"o41.open('{o41_location}', resume='latest', holder='the-relaunch')\n"
               "try:\n"
               f"    fs.pipe('{o41_location}/step-00000002/a', b'late')\n"

@@ -43,6 +43,7 @@ def test_rm_of_a_version_that_is_not_the_latest_deletes_it(o41_emulator: Emulato
     fs = make_fs(o41_emulator)
     for step in (1, 2, 3):
         fs.pipe_file(f"{o41_location}/step-{step}/model.pt", b"m" * 100)
+    fs.commit_pending()
     before = stored_bytes(fs, o41_location)
     fs.rm(f"{o41_location}/step-1", recursive=True)
     fs.rm(f"{o41_location}/step-00000002")
@@ -59,6 +60,7 @@ def test_rm_of_the_latest_is_refused_with_is_latest_and_keeps_it(o41_emulator: E
     fs = make_fs(o41_emulator)
     fs.pipe_file(f"{o41_location}/step-1/model.pt", b"m")
     fs.pipe_file(f"{o41_location}/step-2/model.pt", b"m")
+    fs.commit_pending()
     for path in (f"{o41_location}/step-2", f"{o41_location}/latest",
                  f"{o41_location}/step-2/model.pt"):
         with pytest.raises(o41.IsLatest) as info:
@@ -103,8 +105,10 @@ def test_rm_by_a_process_that_only_read_is_refused_and_names_who_deletes(
 def test_fenced_zombie_deletes_nothing(o41_emulator: Emulator, o41_location: str) -> None:
     zombie = make_fs(o41_emulator)
     zombie.pipe_file(f"{o41_location}/step-1/model.pt", b"m")
+    zombie.commit_pending()
     relaunch = make_fs(o41_emulator)
     relaunch.pipe_file(f"{o41_location}/step-2/model.pt", b"m")
+    relaunch.commit_pending()
     with pytest.raises(o41.Fenced):
         zombie.rm(f"{o41_location}/step-1", recursive=True)
     assert names(relaunch, o41_location) == ["step-00000001", "step-00000002"]

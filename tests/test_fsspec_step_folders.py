@@ -90,6 +90,7 @@ def test_write_into_a_committed_unpadded_step_is_refused_with_its_padded_name(
         o41_emulator: Emulator, o41_location: str) -> None:
     fs = make_fs(o41_emulator)
     fs.pipe_file(f"{o41_location}/step-3/model.pt", b"m")
+    fs.commit_pending()
     with pytest.raises(o41.VersionExists, match="step-00000003"):
         fs.pipe_file(f"{o41_location}/step-3/model.pt", b"again")
     assert fs.cat_file(f"{o41_location}/step-00000003/model.pt") == b"m"

@@ -29,6 +29,9 @@ MIB = 1024 * 1024
 
 
 def make_fs(emu: Emulator, **options: object) -> O41FileSystem:
+    # Each close commits (commit_after=0): what is pinned here is how a file streams; when
+    # a step of files closed in turn commits is tests/test_fsspec_commit_after.py's.
+    options.setdefault("commit_after", 0)
     return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
                              skip_instance_cache=True, **options)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from trainer_runs import versions
 
 if TYPE_CHECKING:
     from client_fixtures import Emulator
@@ -32,9 +33,10 @@ from upath import UPath
 root = UPath(sys.argv[1])
 step = root / "step-1"
 (step / "model.pt").write_bytes(b"weights")
+(step / "optim.pt").write_bytes(b"moments")  # the same step: one version of both files
 assert type(step).__module__ == "o41.fsupath", type(step)
 assert (root / "step-00000001" / "model.pt").read_bytes() == b"weights"
-assert [p.name for p in step.iterdir()] == ["model.pt"]
+assert [p.name for p in step.iterdir()] == ["model.pt", "optim.pt"]
 assert str(step / "model.pt") == sys.argv[1] + "/step-1/model.pt"
 assert (step / "model.pt").exists() and not (root / "step-2" / "model.pt").exists()
 print("ok")
@@ -62,3 +64,5 @@ def test_upath_of_an_o41_url_writes_reads_and_lists_without_a_warning(
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok" and "not explicitly implemented" not in done.stderr
+    found = versions(o41_emulator.api, o41_emulator.key, o41_location)
+    assert [(v["step"], v["size"]) for v in found] == [(1, len(b"weights" + b"moments"))]

@@ -38,10 +38,12 @@ def test_process_forked_after_the_open_writes_under_its_parents_open(
 import os, fsspec
 fs = fsspec.filesystem("o41")
 fs.pipe("{o41_location}/step-00000001/a", b"parent")
+fs.commit_pending()  # before the child's later step: a step commits after the one before
 pid = os.fork()
 if pid == 0:  # a background save: a new instance, in the child, is the same launch
     child = fsspec.filesystem("o41", skip_instance_cache=True)
     child.pipe("{o41_location}/step-00000002/a", b"child")
+    child.commit_pending()  # os._exit runs no exit hook: nothing else would commit it
     os._exit(0)
 assert os.waitpid(pid, 0)[1] == 0
 fs.pipe("{o41_location}/step-00000003/a", b"parent again")
@@ -62,6 +64,7 @@ import subprocess, sys, fsspec
 fs = fsspec.filesystem("o41")
 assert fs.mode == "write"
 fs.pipe("{o41_location}/step-00000001/a", b"one")
+fs.commit_pending()  # visible to another process now, not only after commit_after
 print(subprocess.run([sys.executable, "-c", {evaluation!r}], check=True,
                      capture_output=True, text=True).stdout, end="")
 fs.pipe("{o41_location}/step-00000002/a", b"two")  # not fenced by its own evaluation
@@ -97,6 +100,7 @@ def test_reader_never_opens_nor_fences_the_writer(o41_emulator: Emulator,
     writer = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
                                holder="the-writer", skip_instance_cache=True)
     writer.pipe(f"{o41_location}/step-00000001/a", b"a")
+    writer.commit_pending()
     reader = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
                                holder="a-reader", skip_instance_cache=True)
     assert reader.mode == "auto"

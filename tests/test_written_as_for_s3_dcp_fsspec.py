@@ -158,6 +158,7 @@ def test_rm_of_the_latest_or_the_artifact_is_refused_and_nothing_goes(
         o41_env: Emulator, o41_location: str, what: str) -> None:
     fs = fsspec.filesystem("o41")
     fs.pipe(f"{o41_location}/step-00000001/model.pt", b"m")
+    fs.commit_pending()  # the step is the latest now
     target = {"file": f"{o41_location}/step-00000001/model.pt",
               "version": f"{o41_location}/step-00000001", "artifact": o41_location}[what]
     with pytest.raises(PermissionError) as info:
