@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import Connection, select
 
 from . import db
+from . import hotsql as hot
 from .errors import InvalidArgument
 
 OPERATIONS = (
@@ -95,7 +96,8 @@ class Chaos:
                                    "value": json.dumps([asdict(r) for r in rules])})
 
     def rules(self, conn: Connection) -> list[ChaosRule]:
-        raw = conn.execute(_RULES).scalar() or "[]"
+        found = hot.first(conn, _RULES, {})
+        raw = (found and next(iter(found.values()))) or "[]"
         cache = self._cache
         if raw != cache[0]:  # parse only when the rules changed
             cache = self._cache = (raw, [ChaosRule(**r) for r in json.loads(raw)])

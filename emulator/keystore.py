@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, bindparam, select
 
 from . import db
+from . import hotsql as hot
 from .errors import Unauthenticated
 from .keys import Principal, digest
 
@@ -23,10 +24,10 @@ def authenticate(conn: Connection, header: str | None) -> Principal:
     key = key.strip()
     if scheme.lower() != "bearer" or not key:
         raise Unauthenticated("Authorization header must be 'Bearer <key>'")
-    rows = conn.execute(_SCOPES, {"h": digest(key)}).all()
+    rows = hot.rows(conn, _SCOPES, {"h": digest(key)})
     if not rows:
         raise Unauthenticated("unknown API key")
-    return Principal(tuple((prefix, access) for prefix, access in rows))
+    return Principal(tuple((r["prefix"], r["access"]) for r in rows))
 
 
 def scopes_of(conn: Connection, key: str) -> tuple[tuple[str, str], ...] | None:

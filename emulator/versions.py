@@ -248,13 +248,13 @@ def read_version(
     name = names.artifact_name(artifact)
     who.require("read", name)
     if version == "latest":
-        step = latest_step(backend, name)
-        if step is None:
+        row = store.versions.latest_row(backend.conn(), name,
+                                        highest=backend.policy.latest_is_highest)
+        if row is None:
             require_artifact(backend, name)
             raise NotFound(f"{name} has no committed version")
     else:
-        step = names.version_step(version)
-    row = store.versions.row(backend.conn(), name, step)
+        row = store.versions.row(backend.conn(), name, names.version_step(version))
     if row is None:
         require_artifact(backend, name)
         raise NotFound(f"{name} has no version {version}")

@@ -33,12 +33,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import ConfigError
 
-if TYPE_CHECKING:
-    from .fsrun import Launch
+# ``o41.fsrun.Launch``, which owns a ``DueSteps`` (named so, not imported: fsrun imports this)
+Launch = Any
 
 log = logging.getLogger("o41")
 
@@ -162,12 +162,19 @@ def settle_all(launches: Iterable[Launch], *, quiet: bool = False) -> None:
             log.warning("o41: o41://%s: a step was not committed: %s", launch.artifact, exc)
 
 
+_registry: list[Callable[[], Iterable[Launch]]] = []  # the launch registry (o41.fsrun)
+
+
+def launches_from(registry: Callable[[], Iterable[Launch]]) -> None:
+    """Where every launch of the process is found (``o41.fsrun`` tells, at its import)."""
+    _registry[:] = [registry]
+
+
 def settle_at_exit() -> None:
     """Every due step of this process, committed (``o41.fsstage``'s exit hook calls this
     first, then names what is left as never committed)."""
-    from . import fsrun
-
-    settle_all(fsrun.all_launches(), quiet=True)
+    for registry in _registry:
+        settle_all(registry(), quiet=True)
 
 
 def exit_hook_in_child() -> None:
@@ -207,4 +214,5 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 __all__ = ["COMMIT_AFTER", "ENV_COMMIT_AFTER", "DueSteps", "catch_sigterm", "commit_after",
-           "exit_hook_in_child", "settle_all", "settle_at_exit"]
+           "exit_hook_in_child", "launches_from", "settle_all",
+           "settle_at_exit"]

@@ -42,7 +42,7 @@ from .checkpoint import Run
 from .checkpoint import open as open_run
 from .config import Place, Settings
 from .errors import ApiError, ConfigError, ExitCode, Fenced, InvalidArgument, TransportError
-from .fsdefer import DueSteps, exit_hook_in_child
+from .fsdefer import DueSteps, exit_hook_in_child, launches_from
 from .fsidentity import (
     ENV_FENCE_CHECK,
     ENV_MODE,
@@ -410,6 +410,9 @@ def launch_if_held(api: ApiClient, artifact: str, holder: str) -> Launch | None:
 def all_launches() -> list[Launch]:
     with _lock:
         return list(_launches.values())
+
+
+launches_from(all_launches)
 
 
 def launches_of(api_url: str, holder: str) -> list[Launch]:

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, select
 
 from .. import db
+from .. import hotsql as hot
 
 V, VF = db.versions, db.version_files
 Row = Mapping[str, Any]
@@ -16,6 +17,9 @@ _STEP = V.c.step == bindparam("step")
 _HIGHEST = select(func.max(V.c.step)).where(_BY_ARTIFACT)
 _LOWEST = select(func.min(V.c.step)).where(_BY_ARTIFACT)  # a deliberately stale latest
 _VERSION = select(V).where(_BY_ARTIFACT, _STEP)
+# One statement for `latest` (READ-1), not max(step) and then the row: reads are the hot path
+_NEWEST = select(V).where(_BY_ARTIFACT).order_by(V.c.step.desc()).limit(1)
+_OLDEST = select(V).where(_BY_ARTIFACT).order_by(V.c.step).limit(1)
 _EXISTS = select(V.c.step).where(_BY_ARTIFACT, _STEP)
 _EVERY = select(V).where(_BY_ARTIFACT).order_by(V.c.step)
 _FILES = (select(VF.c.name, VF.c.size, VF.c.sha256, VF.c.object_key)
@@ -31,8 +35,13 @@ def latest_step(conn: Connection, artifact: str, *, highest: bool = True) -> int
     return conn.execute(_HIGHEST if highest else _LOWEST, {"artifact": artifact}).scalar()
 
 
+def latest_row(conn: Connection, artifact: str, *, highest: bool = True) -> Row | None:
+    """The version `latest` names (the highest step), or None when none is committed."""
+    return hot.first(conn, _NEWEST if highest else _OLDEST, {"artifact": artifact})
+
+
 def row(conn: Connection, artifact: str, step: int) -> Row | None:
-    return conn.execute(_VERSION, {"artifact": artifact, "step": step}).mappings().first()
+    return hot.first(conn, _VERSION, {"artifact": artifact, "step": step})
 
 
 def exists(conn: Connection, artifact: str, step: int) -> bool:
@@ -45,7 +54,7 @@ def every(conn: Connection, artifact: str) -> Sequence[Row]:
 
 
 def files(conn: Connection, artifact: str, step: int) -> Sequence[Row]:
-    return conn.execute(_FILES, {"artifact": artifact, "step": step}).mappings().all()
+    return hot.rows(conn, _FILES, {"artifact": artifact, "step": step})
 
 
 def insert(conn: Connection, version: Mapping[str, Any], files: Sequence[Mapping[str, Any]],
