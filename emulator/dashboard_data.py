@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from . import db
+from . import db, store
 from .backend import Backend
 from .keys import ANYONE
 from .locations import ROUTES
@@ -204,12 +204,23 @@ class Saving:
 
 
 @dataclass(frozen=True)
+class Stored:
+    """What a location holds now: committed versions and their bytes (a delete, VER-7,
+    takes them off at once)."""
+
+    location: str
+    versions: int
+    bytes: int
+
+
+@dataclass(frozen=True)
 class UsageView:
     routes: list[RouteUse]
     total_cost_usd: float
     savings: list[Saving]
     transfers: list[dict]
     prices: dict
+    stored: list[Stored] = field(default_factory=list)
 
 
 def usage(backend: Backend) -> UsageView:
@@ -238,4 +249,9 @@ def usage(backend: Backend) -> UsageView:
     # Equal costs keep step order within an artifact, reads and writes of a step together.
     transfers = sorted(report["transfers"], key=lambda t: (-t["cost_usd"], t["artifact"],
                                                            t["version"], t["direction"]))
-    return UsageView(routes, report["total_cost_usd"], savings, transfers, report["prices"])
+    stored = []
+    for row in store.usage.stored_by_location(backend.conn()):
+        place = backend.location(row["location"]).place
+        stored.append(Stored(f"{place.cloud}/{place.region}", row["n"], row["bytes"]))
+    return UsageView(routes, report["total_cost_usd"], savings, transfers, report["prices"],
+                     stored)

@@ -37,6 +37,9 @@ _PLACEMENTS = (select(*_PLACED, func.count().label("n"),
                       cast(func.sum(V.c.size), BigInteger).label("bytes"))
                .where(V.c.placement != "local").group_by(*_PLACED))
 _PLACEMENTS_OF = _PLACEMENTS.where(V.c.artifact == bindparam("artifact"))
+_STORED = (select(V.c.location, func.count().label("n"),
+                  cast(func.sum(V.c.size), BigInteger).label("bytes"))
+           .group_by(V.c.location).order_by(V.c.location))
 
 
 def add(conn: Connection, row: Mapping[str, Any]) -> None:
@@ -127,3 +130,8 @@ def placements(conn: Connection, artifact: str | None) -> Sequence[Mapping[str, 
     if artifact is None:
         return conn.execute(_PLACEMENTS).mappings().all()
     return conn.execute(_PLACEMENTS_OF, {"artifact": artifact}).mappings().all()
+
+
+def stored_by_location(conn: Connection) -> Sequence[Mapping[str, Any]]:
+    """Committed versions and their bytes per location id, whatever their placement."""
+    return conn.execute(_STORED).mappings().all()
