@@ -11,15 +11,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
-
-from . import db, store
+from . import store
 from .backend import Backend
 from .keys import ANYONE
 from .locations import ROUTES
 from .usage import read_usage
-
-A, V, U, T, TK = db.artifacts, db.versions, db.uploads, db.transfers, db.tokens
 
 
 @dataclass
@@ -119,26 +115,17 @@ def artifacts(backend: Backend) -> list[ArtifactView]:
     """Every artifact with its timeline of opens, versions, refused uploads and forks."""
     conn = backend.conn()
     cross_reads: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for row in conn.execute(
-        select(T.c.artifact, T.c.version, T.c.place)
-        .where(T.c.direction == "read", T.c.route == "cross_cloud").order_by(T.c.place)
-    ).mappings():
+    for row in store.overview.cross_cloud_reads(conn):
         cross_reads[(row["artifact"], row["version"])].append(row["place"] or "unknown place")
     forks: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for row in conn.execute(
-        select(A.c.name, A.c.forked_from_artifact, A.c.forked_from_version)
-        .where(A.c.forked_from_artifact.is_not(None)).order_by(A.c.name)
-    ).mappings():
+    for row in store.overview.forks(conn):
         forks[(row["forked_from_artifact"], row["forked_from_version"])].append(row["name"])
     lanes: dict[str, dict[int, Lane]] = defaultdict(dict)
-    for row in conn.execute(select(TK).order_by(TK.c.artifact, TK.c.epoch)).mappings():
+    for row in store.overview.opens(conn):
         lanes[row["artifact"]][row["epoch"]] = Lane(
             row["epoch"], row["holder"], row["place"], row["created_at"], None
         )
-    for row in conn.execute(
-        select(V.c.artifact, V.c.version, V.c.step, V.c.location, V.c.size, V.c.epoch,
-               V.c.holder, V.c.placement, V.c.created_at).order_by(V.c.artifact, V.c.step)
-    ).mappings():
+    for row in store.overview.version_marks(conn):
         mark = VersionMark(
             row["version"], row["step"], row["location"], row["size"], row["epoch"],
             row["holder"], row["placement"], row["created_at"],
@@ -147,12 +134,9 @@ def artifacts(backend: Backend) -> list[ArtifactView]:
         )
         _lane(lanes[row["artifact"]], row["epoch"], row["holder"]).versions.append(mark)
     out = []
-    for row in conn.execute(select(A).order_by(A.c.name)).mappings().all():
+    for row in store.overview.every_artifact(conn):
         by_epoch = lanes[row["name"]]
-        for up in conn.execute(
-            select(U.c.version, U.c.epoch, U.c.holder, U.c.location)
-            .where(U.c.artifact == row["name"], U.c.state == "open").order_by(U.c.step)
-        ).mappings():
+        for up in store.overview.open_uploads_of(conn, row["name"]):
             state = "fenced" if up["epoch"] < row["epoch"] else "uploading"
             _lane(by_epoch, up["epoch"], up["holder"]).attempts.append(
                 Attempt(up["version"], up["location"], state)

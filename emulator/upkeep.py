@@ -3,22 +3,14 @@ start, and what the `/_emulator/` endpoints read and change (health, keys, state
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, select, text
 from sqlalchemy.exc import DBAPIError
 
-from . import db, keys, keystore, nodes
+from . import db, keys, keystore, nodes, store
 from .backend import Backend
 from .config import Settings
 from .errors import Forbidden, InvalidArgument, NotFound
 from .identity import check_storage_identity
 from .uploads import every_upload_prefix, reclaim_expired_uploads
-
-A, V, U = db.artifacts, db.versions, db.uploads
-_ARTIFACTS = select(A.c.name, A.c.epoch, A.c.holder, A.c.versions, A.c.forked_from_artifact,
-                    A.c.forked_from_version, A.c.created_at).order_by(A.c.name)
-_VERSIONS = (select(V.c.version, V.c.location, V.c.size, V.c.epoch, V.c.holder, V.c.placement)
-             .where(V.c.artifact == bindparam("artifact")).order_by(V.c.step))
-_OPEN_UPLOADS = select(func.count()).select_from(U).where(U.c.state == "open")
 
 
 def prepare_storage(backend: Backend) -> None:
@@ -78,7 +70,7 @@ def reset(backend: Backend) -> dict:
 
 def health(backend: Backend) -> dict:
     """Healthy once the database answers; also says which faults are on."""
-    backend.conn().execute(text("SELECT 1")).scalar_one()
+    store.overview.ping(backend.conn())
     return {"status": "ok", "faults": sorted(backend.faults)}
 
 
@@ -106,11 +98,8 @@ def add_key(backend: Backend, key: object, scopes: object) -> dict:
 def state(backend: Backend) -> dict:
     """Every artifact with its versions, the open uploads, the locations and the faults."""
     conn = backend.conn()
-    artifacts = []
-    for row in conn.execute(_ARTIFACTS).mappings().all():
-        versions = conn.execute(_VERSIONS, {"artifact": row["name"]}).mappings().all()
-        artifacts.append({**dict(row), "versions": [dict(v) for v in versions]})
-    open_uploads = conn.execute(_OPEN_UPLOADS).scalar_one()
+    artifacts = store.overview.artifact_summaries(conn)
+    open_uploads = store.overview.open_upload_count(conn)
     geo = backend.geography
     return {
         "artifacts": artifacts,

@@ -10,6 +10,6 @@ transaction begins and ends (`transaction`), and every statement is built once, 
 from __future__ import annotations
 
 from ..db import transaction
-from . import artifacts, uploads, usage, versions
+from . import artifacts, overview, uploads, usage, versions
 
-__all__ = ["artifacts", "transaction", "uploads", "usage", "versions"]
+__all__ = ["artifacts", "overview", "transaction", "uploads", "usage", "versions"]
