@@ -22,6 +22,7 @@ Run as ``python forkserver.py``: reads one JSON request a line on stdin (``args`
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -94,6 +95,9 @@ def serve() -> None:
     # the mutant modules as top-level names, and each child puts its own directory there.
     del sys.path[0]
     _preload()
+    # The preloaded modules live as long as any run: kept out of the children's garbage
+    # collections (pytest collects several times at its end, over every object it finds).
+    gc.freeze()
     reply = sys.stdout
     reply.write('{"ready": true}\n')
     reply.flush()
