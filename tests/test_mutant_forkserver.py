@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conformance.mutants.forkserver import ForkServers
+from conformance.mutants.runner import main as table_main
 from conformance.mutants.selection import Selection
 
 TESTS = '''
@@ -78,3 +79,10 @@ def test_rule_run_ignores_only_files_without_a_test_it_selects() -> None:
     assert selection.ignored("OPEN-2") == ["/s/test_a.py", "/s/test_b.py"]
     assert selection.ignored("READ-1,OPEN-1") == ["/s/test_a.py"]
     assert Selection(rows[:3]).ignored("VER-1") is None  # nothing to select: collect it all
+
+
+def test_repeat_json_needs_repeated_mutants_among_the_chosen() -> None:
+    # Checked before any emulator starts: CI's verdict comparison needs a non-empty repeat.
+    with pytest.raises(SystemExit, match="--repeat-json needs --repeat"):
+        table_main(["--spawn", "--only", "FENCE-", "--repeat", "READ-4", "--repeat-json",
+                    "x.json"])

@@ -35,6 +35,14 @@ from conformance.mutants.forkserver import ForkServers
 from conformance.mutants.proxy import HttpUpstream, MutantProxy
 from conformance.mutants.selection import OPTION as SELECTION_OPTION
 from conformance.mutants.selection import Selection
+from conformance.mutants.table_text import (  # noqa: F401 - MARK_* are imported from here
+    MARK_BEGIN,
+    MARK_END,
+    markdown,
+    summary,
+    table_lines,
+    write_markdown,
+)
 from conformance.rules import rule_of
 from conformance.session import SECRET_ENV
 from conformance.spawn import SPAWN_MAX_FILE_SIZE, SpawnedEmulator
@@ -58,7 +66,6 @@ SPAWN_CONFIG = (
 EXPIRY_LIFETIME = 5
 EXPIRY_CONFIG = f"url_lifetime = {EXPIRY_LIFETIME}\n{SPAWN_CONFIG}"
 RATIO = 0.97
-MARK_BEGIN, MARK_END = "<!-- mutants:begin -->", "<!-- mutants:end -->"
 
 
 @dataclass(frozen=True)
@@ -209,40 +216,6 @@ def run_mutant(name: str, target: Target, options: set[str], timeout: float = 30
             proxy.stop()
 
 
-def table_lines(outcomes: list[Outcome]) -> list[str]:
-    width = max((len(o.name) for o in outcomes), default=6)
-    lines = [f"{'mutant':<{width}}  {'clause':<10}  {'verdict':<8}  killed by"]
-    lines += [f"{o.name:<{width}}  {o.clause:<10}  {o.verdict:<8}  {o.killed_by}"
-              for o in outcomes]
-    return lines
-
-
-def summary(outcomes: list[Outcome]) -> tuple[int, int, float]:
-    killed = sum(o.verdict == "killed" for o in outcomes)
-    return killed, len(outcomes), (killed / len(outcomes) if outcomes else 0.0)
-
-
-def markdown(outcomes: list[Outcome]) -> str:
-    killed, total, ratio = summary(outcomes)
-    rows = ["| mutant | clause | verdict | killed by |", "|---|---|---|---|"]
-    for o in outcomes:
-        summary_text = MUTANTS[o.name].summary.replace("|", "\\|")
-        rows.append(f"| `{o.name}`: {summary_text} | {o.clause} | {o.verdict} | "
-                    f"{'`' + o.killed_by + '`' if o.killed_by else ''} |")
-    head = f"{killed} of {total} mutants killed ({ratio:.1%}).\n\n"
-    return f"{MARK_BEGIN}\n{head}" + "\n".join(rows) + f"\n{MARK_END}\n"
-
-
-def write_markdown(path: Path, text: str) -> None:
-    """Replace the marked table in ``path`` if it has one, else write the table alone."""
-    old = path.read_text() if path.exists() else ""
-    if MARK_BEGIN in old and MARK_END in old:
-        start, end = old.index(MARK_BEGIN), old.index(MARK_END) + len(MARK_END) + 1
-        path.write_text(old[:start] + text + old[end:])
-    else:
-        path.write_text(text)
-
-
 def add_target_options(p: argparse.ArgumentParser) -> None:
     """Where the implementation is and its keys; shared by the mutant and legal tables."""
     where = p.add_mutually_exclusive_group()
@@ -264,6 +237,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--only", action="append", default=[], metavar="NAME",
                    help="run only these mutants (or clause prefixes such as FENCE-)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
+    p.add_argument("--repeat", action="append", default=[], metavar="NAME",
+                   help="run these of the chosen mutants (or clause prefixes) once more, "
+                   "after the others, in the same run (see --repeat-json)")
+    p.add_argument("--repeat-json", type=Path, metavar="FILE",
+                   help="write the verdicts of the --repeat runs as JSON")
     p.add_argument("--markdown", type=Path, metavar="FILE",
                    help="write the table as markdown (replacing the marked block if present)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per suite run")
@@ -297,9 +275,13 @@ def collect_selection(target: Target, options: set[str],
         return Selection.read(out)
 
 
-def run_table(target: Target, names: list[str], jobs: int, timeout: float) -> list[Outcome]:
+def run_table(target: Target, names: list[str], jobs: int, timeout: float,
+              again: list[str] | None = None) -> tuple[list[Outcome], list[Outcome]]:
+    """The verdicts on ``names``, and on ``again`` run once more after them."""
+    again = again or []
     options = suite_options()
     outcomes: dict[str, Outcome] = {}
+    repeated: dict[str, Outcome] = {}
     # The suite's runs are forked from servers that imported pytest and its libraries once
     # (forkserver.py): a fresh pytest spent ~1.5 s of CPU on that per mutant. The servers'
     # environment holds no key; each run's has the keys (suite_env).
@@ -311,20 +293,23 @@ def run_table(target: Target, names: list[str], jobs: int, timeout: float) -> li
         servers.stop()
         raise
 
-    def one(name: str) -> None:
+    def one(name: str, into: dict[str, Outcome]) -> None:
         t0 = time.monotonic()
         outcome = run_mutant(name, target, options, timeout, servers=servers,
                              selection=selection)
-        outcomes[name] = outcome
-        print(f"  {outcome.verdict:<8} {name} ({time.monotonic() - t0:.1f} s) {outcome.killed_by}",
-              file=sys.stderr, flush=True)
+        into[name] = outcome
+        again_ = " (again)" if into is repeated else ""
+        print(f"  {outcome.verdict:<8} {name}{again_} ({time.monotonic() - t0:.1f} s) "
+              f"{outcome.killed_by}", file=sys.stderr, flush=True)
 
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
         # The plain proxy's whole-suite run (~120 s) takes one job while the others start on
         # the mutants, instead of the table waiting for it; if it fails, no verdict is kept.
         baseline = pool.submit(run_mutant, "none", target, options, timeout, servers=servers)
-        futures = [pool.submit(one, name) for name in names]
+        futures = [pool.submit(one, name, outcomes) for name in names]
+        # A mutant's second run is its own (own proxies and mutant state, fresh names).
+        futures += [pool.submit(one, name, repeated) for name in again]
         plain = baseline.result()
         if plain.verdict != "survived":
             for future in futures:
@@ -335,7 +320,7 @@ def run_table(target: Target, names: list[str], jobs: int, timeout: float) -> li
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: no new suite runs start
         servers.stop()
-    return [outcomes[n] for n in names]
+    return [outcomes[n] for n in names], [repeated[n] for n in again]
 
 
 def load_outcomes(paths: list[Path]) -> list[Outcome]:
@@ -373,6 +358,9 @@ def main(argv: list[str]) -> int:
     if not (args.spawn or args.upstream):
         raise SystemExit("give --spawn, --upstream URL or --from-json FILE")
     names = _chosen(args.only)
+    again = [n for n in _chosen(args.repeat) if n in names] if args.repeat else []
+    if args.repeat_json and not again:
+        raise SystemExit("--repeat-json needs --repeat naming some of the chosen mutants")
     started = time.monotonic()
     emulators: list[SpawnedEmulator] = []
     with tempfile.TemporaryDirectory(prefix="o41-mutants-") as tmp:
@@ -388,8 +376,10 @@ def main(argv: list[str]) -> int:
                 target = Target(args.upstream.rstrip("/").removesuffix("/api/v1"), args.api_key,
                                 args.read_key, args.scoped_key, args.scoped_read_prefix,
                                 args.expiry_upstream)
-            outcomes = run_table(target, names, args.jobs, args.timeout)
+            outcomes, repeated = run_table(target, names, args.jobs, args.timeout, again)
         finally:
             for emulator in emulators:
                 emulator.stop()
+    if args.repeat_json:
+        args.repeat_json.write_text(json.dumps([asdict(o) for o in repeated], indent=1) + "\n")
     return report(outcomes, args, time.monotonic() - started)
