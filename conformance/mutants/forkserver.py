@@ -1,6 +1,6 @@
 """Suite runs forked from a process that imported pytest and the suite's libraries once.
 
-The mutant table starts pytest on the suite about 370 times per CI run. A fresh
+The mutant table starts pytest on the suite about 380 times per CI run. A fresh
 ``python -m pytest`` spends ~1.5 s of CPU (2 shared cores, load 1) importing pytest,
 hypothesis, requests, sybil and the rest before it collects a test, while a mutant's rule
 run itself is mostly well under a second. A :class:`ForkServer` is a process that imports
@@ -38,9 +38,10 @@ from typing import Any
 
 __all__ = ["ForkServer", "ForkServers"]
 
-#: What a suite run imports before it reaches the suite, by cost (the rest is cheap); a
-#: name that does not import is left to the child. Not ``anyio``: its pytest11 plugin is
-#: one pytest rewrites, and it would warn that the module was imported before it could.
+#: The costly part of what a suite run imports besides the suite (checked against
+#: sys.modules after one; hypothesis.stateful once the state machine runs); a name that does
+#: not import is left to the child. Not ``anyio``: its pytest11 plugin is one pytest
+#: rewrites, and it would warn that the module was imported before it could.
 PRELOAD = (
     "pytest", "_pytest.pytester", "hypothesis", "hypothesis.strategies", "hypothesis.stateful",
     "_hypothesis_pytestplugin", "requests", "urllib3", "yaml", "sybil",
