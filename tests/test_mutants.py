@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,6 +15,7 @@ import requests
 
 from conformance.mutants import MUTANTS
 from conformance.mutants.base import Mutant, Request, Response
+from conformance.mutants.forkserver import ForkServers
 from conformance.mutants.proxy import HttpUpstream, MutantProxy, rewrite_urls
 from conformance.mutants.runner import (
     READ_KEY,
@@ -22,10 +24,12 @@ from conformance.mutants.runner import (
     SCOPED_WRITE,
     SPAWN_CONFIG,
     Target,
+    collect_selection,
     run_mutant,
     suite_options,
 )
 from conformance.rules import CLAUSES
+from conformance.session import SECRET_ENV
 from conformance.spawn import SpawnedEmulator
 
 pytestmark = pytest.mark.slow  # the slow tier (conftest.py): the mutant table, mutants run
@@ -118,10 +122,19 @@ def test_plain_proxy_passes_a_smoke_subset_and_representative_mutants_die(
         "open_resume_urls_swapped_between_files": "OPEN-2",
         "auth_unknown_key_open_403": "AUTH-1",
     }
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {n: pool.submit(run_mutant, n, emulator, options, 240.0,
-                                  whole_suite=False, rules=r) for n, r in chosen.items()}
-        outcomes = {n: f.result() for n, f in futures.items()}
+    # As the table runs them: forked by its servers, each collecting only its rule's files.
+    servers = ForkServers(2, {k: v for k, v in os.environ.items()
+                              if k not in SECRET_ENV.values()})
+    try:
+        selection = collect_selection(emulator, options, servers)
+        assert selection is not None and len(selection.rows) > 100
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = {n: pool.submit(run_mutant, n, emulator, options, 240.0,
+                                      whole_suite=False, rules=r, servers=servers,
+                                      selection=selection) for n, r in chosen.items()}
+            outcomes = {n: f.result() for n, f in futures.items()}
+    finally:
+        servers.stop()
     report = json.dumps({n: o.__dict__ for n, o in outcomes.items()}, indent=1)
     assert outcomes.pop("none").verdict == "survived", report
     assert all(o.verdict == "killed" and o.killed_by for o in outcomes.values()), report

@@ -297,7 +297,9 @@ class MutantProxy(ThreadingHTTPServer):
 
     def start(self) -> threading.Thread:
         """Serve in a daemon thread (for the runner and tests); stop with :meth:`stop`."""
-        thread = threading.Thread(target=self.serve_forever, daemon=True, name="mutant-proxy")
+        # A short poll: stop() waits for the loop to notice, 0.5 s by default, twice per mutant.
+        thread = threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True,
+                                  name="mutant-proxy")
         thread.start()
         return thread
 

@@ -8,7 +8,9 @@ handed to the suite as ``--expiry-target`` so that the URL expiry tests run inst
 (the main emulator keeps long-lived URLs, so no other test races a clock). ``-x`` stops at
 the first failing test, which is recorded as the test that killed the mutant. The
 pass-through mutant ``none`` runs first: if the suite does not pass through the plain proxy,
-no verdict would mean anything.
+no verdict would mean anything. The table forks each suite run from a server that has
+imported pytest once (forkserver.py), and a rule's run collects only the files holding
+tests it selects (selection.py): the same tests run, in the same order, for less.
 
 The JSON result holds no timings, so two runs can be compared byte for byte.
 """
@@ -29,7 +31,18 @@ from pathlib import Path
 
 from conformance.mutants import MUTANTS
 from conformance.mutants.base import Mutant
+from conformance.mutants.forkserver import ForkServers
 from conformance.mutants.proxy import HttpUpstream, MutantProxy
+from conformance.mutants.selection import OPTION as SELECTION_OPTION
+from conformance.mutants.selection import Selection
+from conformance.mutants.table_text import (  # noqa: F401 - MARK_* are imported from here
+    MARK_BEGIN,
+    MARK_END,
+    markdown,
+    summary,
+    table_lines,
+    write_markdown,
+)
 from conformance.rules import rule_of
 from conformance.session import SECRET_ENV
 from conformance.spawn import SPAWN_MAX_FILE_SIZE, SpawnedEmulator
@@ -53,7 +66,6 @@ SPAWN_CONFIG = (
 EXPIRY_LIFETIME = 5
 EXPIRY_CONFIG = f"url_lifetime = {EXPIRY_LIFETIME}\n{SPAWN_CONFIG}"
 RATIO = 0.97
-MARK_BEGIN, MARK_END = "<!-- mutants:begin -->", "<!-- mutants:end -->"
 
 
 @dataclass(frozen=True)
@@ -116,9 +128,10 @@ def suite_env(target: Target) -> dict[str, str]:
 
 def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Path,
                    rule: str | None, expiry_url: str | None = None,
-                   first: str | None = None) -> list[str]:
+                   first: str | None = None, ignore: list[str] | None = None) -> list[str]:
     """The suite's command line against ``proxy_url``; it carries no key (:func:`suite_env`
-    hands them over). ``first``: the clause whose tests run before the rest of ``rule``'s."""
+    hands them over). ``first``: the clause whose tests run before the rest of ``rule``'s;
+    ``ignore``: test files not to collect (selection.py)."""
     cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", proxy_url,
            "-x", "-q", "-p", "no:cacheprovider",
            "-p", "no:randomly", "-p", "no:schemathesis", "--junitxml", str(junit),
@@ -131,17 +144,29 @@ def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Pat
         cmd += ["--rules", rule]
     if first and "--first" in options:
         cmd += ["--first", first]
-    return cmd
+    return cmd + [f"--ignore={path}" for path in ignore or ()]
 
 
 def _run_suite(proxies: tuple[str, str | None], target: Target, options: set[str],
-               rule: str | None, timeout: float, first: str | None = None
-               ) -> tuple[int, str, str]:
+               rule: str | None, timeout: float, first: str | None = None,
+               servers: ForkServers | None = None, selection: Selection | None = None,
+               extra: tuple[str, ...] = ()) -> tuple[int, str, str]:
     """Exit code, first failing test and output tail of one suite run against the proxies
-    of the target and of its expiry target."""
+    of the target and of its expiry target: a fresh ``python -m pytest``, or the same run
+    forked by one of ``servers``; not collecting the files ``selection`` has no test of
+    ``rule`` in, if given."""
     with tempfile.TemporaryDirectory(prefix="o41-mutant-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        cmd = pytest_command(proxies[0], target, options, junit, rule, proxies[1], first)
+        ignore = selection.ignored(rule) if selection and rule else None
+        cmd = pytest_command(proxies[0], target, options, junit, rule, proxies[1], first,
+                             ignore) + list(extra)
+        if servers is not None:
+            out = Path(tmp) / "output.txt"
+            code = servers.run(cmd[3:], suite_env(target), tmp, out, timeout)  # after -m pytest
+            if code is None:
+                return -1, "", f"timed out after {timeout:.0f} s"
+            text = out.read_text(errors="replace") if out.exists() else ""
+            return code, _first_failure(junit), text[-3000:]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                                   cwd=tmp, check=False, env=suite_env(target))
@@ -151,9 +176,13 @@ def _run_suite(proxies: tuple[str, str | None], target: Target, options: set[str
 
 
 def run_mutant(name: str, target: Target, options: set[str], timeout: float = 300.0,
-               *, whole_suite: bool = True, rules: str | None = None) -> Outcome:
+               *, whole_suite: bool = True, rules: str | None = None,
+               servers: ForkServers | None = None,
+               selection: Selection | None = None) -> Outcome:
     """The verdict of the suite on mutant ``name`` (``none``: the plain proxy): the tests of
-    its rule first (or of ``rules``), then, unless ``whole_suite`` is False, every test."""
+    its rule first (or of ``rules``), then, unless ``whole_suite`` is False, every test;
+    each run forked by one of ``servers`` and the rule's run collecting only the files
+    ``selection`` has its tests in, if given."""
     cls = MUTANTS.get(name, Mutant)
     clause = cls.clause or "-"
     # One mutant instance per proxy: each upstream's URLs and uploads are its own.
@@ -171,7 +200,8 @@ def run_mutant(name: str, target: Target, options: set[str], timeout: float = 30
             # The rule's run takes the mutant's clause first: every test of the rule still
             # runs unless one fails, and the one most likely to fail runs without waiting.
             ahead = clause if phase == "rule" and cls.clause else None
-            code, first, tail = _run_suite(urls, target, options, rule, timeout, ahead)
+            code, first, tail = _run_suite(urls, target, options, rule, timeout, ahead,
+                                           servers, selection)
             if code == 1:
                 # Exit 1 with no failing test: a base clause was only skipped (NOT TESTED).
                 killer = first or ("(base NOT TESTED)" if "base NOT TESTED" in tail
@@ -184,40 +214,6 @@ def run_mutant(name: str, target: Target, options: set[str], timeout: float = 30
     finally:
         for proxy in proxies:
             proxy.stop()
-
-
-def table_lines(outcomes: list[Outcome]) -> list[str]:
-    width = max((len(o.name) for o in outcomes), default=6)
-    lines = [f"{'mutant':<{width}}  {'clause':<10}  {'verdict':<8}  killed by"]
-    lines += [f"{o.name:<{width}}  {o.clause:<10}  {o.verdict:<8}  {o.killed_by}"
-              for o in outcomes]
-    return lines
-
-
-def summary(outcomes: list[Outcome]) -> tuple[int, int, float]:
-    killed = sum(o.verdict == "killed" for o in outcomes)
-    return killed, len(outcomes), (killed / len(outcomes) if outcomes else 0.0)
-
-
-def markdown(outcomes: list[Outcome]) -> str:
-    killed, total, ratio = summary(outcomes)
-    rows = ["| mutant | clause | verdict | killed by |", "|---|---|---|---|"]
-    for o in outcomes:
-        summary_text = MUTANTS[o.name].summary.replace("|", "\\|")
-        rows.append(f"| `{o.name}`: {summary_text} | {o.clause} | {o.verdict} | "
-                    f"{'`' + o.killed_by + '`' if o.killed_by else ''} |")
-    head = f"{killed} of {total} mutants killed ({ratio:.1%}).\n\n"
-    return f"{MARK_BEGIN}\n{head}" + "\n".join(rows) + f"\n{MARK_END}\n"
-
-
-def write_markdown(path: Path, text: str) -> None:
-    """Replace the marked table in ``path`` if it has one, else write the table alone."""
-    old = path.read_text() if path.exists() else ""
-    if MARK_BEGIN in old and MARK_END in old:
-        start, end = old.index(MARK_BEGIN), old.index(MARK_END) + len(MARK_END) + 1
-        path.write_text(old[:start] + text + old[end:])
-    else:
-        path.write_text(text)
 
 
 def add_target_options(p: argparse.ArgumentParser) -> None:
@@ -241,6 +237,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--only", action="append", default=[], metavar="NAME",
                    help="run only these mutants (or clause prefixes such as FENCE-)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
+    p.add_argument("--repeat", action="append", default=[], metavar="NAME",
+                   help="run these of the chosen mutants (or clause prefixes) once more, "
+                   "after the others, in the same run (see --repeat-json)")
+    p.add_argument("--repeat-json", type=Path, metavar="FILE",
+                   help="write the verdicts of the --repeat runs as JSON")
     p.add_argument("--markdown", type=Path, metavar="FILE",
                    help="write the table as markdown (replacing the marked block if present)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per suite run")
@@ -256,26 +257,70 @@ def _chosen(only: list[str]) -> list[str]:
     return [n for n in names if any(n == o or MUTANTS[n].clause.startswith(o) for o in only)]
 
 
-def run_table(target: Target, names: list[str], jobs: int, timeout: float) -> list[Outcome]:
-    options = suite_options()
-    baseline = run_mutant("none", target, options, timeout)
-    if baseline.verdict != "survived":
-        raise SystemExit(f"the suite fails through the plain proxy: {baseline.killed_by}")
-    outcomes: dict[str, Outcome] = {}
+def collect_selection(target: Target, options: set[str],
+                      servers: ForkServers | None) -> Selection | None:
+    """Every test's file and rule ids, from one collect-only run of the whole suite with
+    the options the mutants' runs have (selection.py); None if that run fails (every run
+    then collects the whole suite, as before)."""
+    with tempfile.TemporaryDirectory(prefix="o41-selection-") as tmp:
+        out = Path(tmp) / "selection.json"
+        code, _, tail = _run_suite((target.url, target.expiry_url), target, options, None,
+                                   300.0, servers=servers, extra=(
+                                       "--collect-only", "-p", "conformance.mutants.selection",
+                                       SELECTION_OPTION, str(out)))
+        if code != 0 or not out.exists():
+            print(f"  collecting the suite's rules failed (pytest exit {code}); every run "
+                  f"collects the whole suite: {tail.strip()[-300:]}", file=sys.stderr)
+            return None
+        return Selection.read(out)
 
-    def one(name: str) -> None:
+
+def run_table(target: Target, names: list[str], jobs: int, timeout: float,
+              again: list[str] | None = None) -> tuple[list[Outcome], list[Outcome]]:
+    """The verdicts on ``names``, and on ``again`` run once more after them."""
+    again = again or []
+    options = suite_options()
+    outcomes: dict[str, Outcome] = {}
+    repeated: dict[str, Outcome] = {}
+    # The suite's runs are forked from servers that imported pytest and its libraries once
+    # (forkserver.py): a fresh pytest spent ~1.5 s of CPU on that per mutant. The servers'
+    # environment holds no key; each run's has the keys (suite_env).
+    servers = ForkServers(jobs, {k: v for k, v in os.environ.items()
+                                 if k not in SECRET_ENV.values()})
+    try:
+        selection = collect_selection(target, options, servers)
+    except BaseException:
+        servers.stop()
+        raise
+
+    def one(name: str, into: dict[str, Outcome]) -> None:
         t0 = time.monotonic()
-        outcome = run_mutant(name, target, options, timeout)
-        outcomes[name] = outcome
-        print(f"  {outcome.verdict:<8} {name} ({time.monotonic() - t0:.1f} s) {outcome.killed_by}",
-              file=sys.stderr, flush=True)
+        outcome = run_mutant(name, target, options, timeout, servers=servers,
+                             selection=selection)
+        into[name] = outcome
+        again_ = " (again)" if into is repeated else ""
+        print(f"  {outcome.verdict:<8} {name}{again_} ({time.monotonic() - t0:.1f} s) "
+              f"{outcome.killed_by}", file=sys.stderr, flush=True)
 
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
-        list(pool.map(one, names))
+        # The plain proxy's whole-suite run (~120 s) takes one job while the others start on
+        # the mutants, instead of the table waiting for it; if it fails, no verdict is kept.
+        baseline = pool.submit(run_mutant, "none", target, options, timeout, servers=servers)
+        futures = [pool.submit(one, name, outcomes) for name in names]
+        # A mutant's second run is its own (own proxies and mutant state, fresh names).
+        futures += [pool.submit(one, name, repeated) for name in again]
+        plain = baseline.result()
+        if plain.verdict != "survived":
+            for future in futures:
+                future.cancel()
+            raise SystemExit(f"the suite fails through the plain proxy: {plain.killed_by}")
+        for future in futures:
+            future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: no new suite runs start
-    return [outcomes[n] for n in names]
+        servers.stop()
+    return [outcomes[n] for n in names], [repeated[n] for n in again]
 
 
 def load_outcomes(paths: list[Path]) -> list[Outcome]:
@@ -313,6 +358,9 @@ def main(argv: list[str]) -> int:
     if not (args.spawn or args.upstream):
         raise SystemExit("give --spawn, --upstream URL or --from-json FILE")
     names = _chosen(args.only)
+    again = [n for n in _chosen(args.repeat) if n in names] if args.repeat else []
+    if args.repeat_json and not again:
+        raise SystemExit("--repeat-json needs --repeat naming some of the chosen mutants")
     started = time.monotonic()
     emulators: list[SpawnedEmulator] = []
     with tempfile.TemporaryDirectory(prefix="o41-mutants-") as tmp:
@@ -328,8 +376,10 @@ def main(argv: list[str]) -> int:
                 target = Target(args.upstream.rstrip("/").removesuffix("/api/v1"), args.api_key,
                                 args.read_key, args.scoped_key, args.scoped_read_prefix,
                                 args.expiry_upstream)
-            outcomes = run_table(target, names, args.jobs, args.timeout)
+            outcomes, repeated = run_table(target, names, args.jobs, args.timeout, again)
         finally:
             for emulator in emulators:
                 emulator.stop()
+    if args.repeat_json:
+        args.repeat_json.write_text(json.dumps([asdict(o) for o in repeated], indent=1) + "\n")
     return report(outcomes, args, time.monotonic() - started)
