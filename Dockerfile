@@ -1,5 +1,5 @@
 # The emulator as an image: the README's install and start commands, run as a non-root user.
-# tests/test_docker.py holds the two together, and runs this start command and HEALTHCHECK.
+# tests/emulator/test_docker.py holds the two together, and runs this start command and HEALTHCHECK.
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./

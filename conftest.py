@@ -1,7 +1,7 @@
 """The docs' examples are tests: README.md and every docs/*.md run through Sybil; and the
 two tiers of the project's tests.
 
-How the examples run, and how a block is marked to skip, is in ``tests/doc_examples.py``.
+How the examples run, and how a block is marked to skip, is in ``tests/support/doc_examples.py``.
 
 Tiers: a test marked ``slow`` (the mutant table, the real trainers' preemption matrices,
 the soak and race stress, the shared-dashboard world, the legal variants, SIGKILL recovery,
@@ -13,8 +13,8 @@ the suite's repeat and seed runs, the bench smoke) is left out of a plain ``pyte
   whatever else is selected (``pytest --runslow`` is everything, ``pytest -m s3 --runslow``
   every S3-backend test);
 - ``-m`` without ``slow`` (``pytest -m s3``) selects within the fast tier;
-- a test file or test named on the command line (``pytest tests/test_mutants.py``,
-  ``pytest tests/test_race_stress.py::test_x``) runs all its selected tests, slow or not;
+- a test file or test named on the command line (``pytest tests/conformance/test_mutants.py``,
+  ``pytest tests/emulator/test_race_stress.py::test_x``) runs all its selected tests, slow or not;
   a directory (``pytest tests``) is a tier like the plain ``pytest``.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doc_examples import doc_env, docs_emulator, sybil
+from tests.support.doc_examples import doc_env, docs_emulator, sybil
 
 # In this pytest process a fenced o41 filesystem raises o41.Fenced instead of ending the
 # process (its default, for trainers), and runs are not watched in the background; tests of
@@ -61,7 +61,7 @@ def _named_files(config: pytest.Config) -> set[Path]:
 
 #: Doc examples of the slow tier, by a command they run: the README's whole conformance run
 #: against a served emulator (the fast tier runs the suite against the emulator once, in
-#: tests/test_conformance_emulator.py), and docs/fsspec.md's Ray Train recipe (77 s of a
+#: tests/conformance/test_conformance_emulator.py), and docs/fsspec.md's Ray Train recipe (77 s of a
 #: real Ray cluster starting on 2 cores).
 SLOW_EXAMPLES = ("pytest conformance --target http", "import ray\n")
 

@@ -1,8 +1,9 @@
 """The OpenAPI 3.1 document of `/api/v1`, served at `/api/v1/openapi.json`.
 
 Built from the code's own tables (error classes, routes, name patterns) so that an error code
-or a route added there shows up here; `tests/test_openapi.py` validates every response of the
-hop scenario against it, so a field added to a reply without documenting it fails a test.
+or a route added there shows up here; `tests/emulator/test_openapi.py` validates every
+response of the hop scenario against it, so a field added to a reply without documenting it
+fails a test.
 """
 
 from __future__ import annotations

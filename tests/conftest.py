@@ -11,9 +11,9 @@ import pytest
 
 from emulator import Settings, create_app
 from emulator.served import ServedEmulator
-from tests import s3_servers
-from tests.emulator_http import Http
-from tests.s3_servers import S3Server, chosen
+from tests.support import s3_servers
+from tests.support.emulator_http import Http
+from tests.support.s3_servers import S3Server, chosen
 
 S3 = pytest.param("s3", marks=pytest.mark.s3)
 BACKENDS = ["fs", S3]  # parametrize with these: the s3 case is marked, so `-m s3` selects it

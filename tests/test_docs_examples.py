@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.doc_examples import DOC_PATTERNS, NOT_RUN, REPO, SHELLS, sybil
+from tests.support.doc_examples import DOC_PATTERNS, NOT_RUN, REPO, SHELLS, sybil
 
 FENCE = re.compile(r"^```(\S*)", re.MULTILINE)
 RUN = {"python", "console", *SHELLS}

@@ -1,0 +1,107 @@
+"""The client retries through transient faults injected by the emulator's chaos API."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+import requests
+
+import o41
+from o41.errors import ServerError
+
+if TYPE_CHECKING:
+    from tests.support.client_fixtures import Emulator
+
+pytest_plugins = ["tests.support.client_fixtures"]
+
+
+@pytest.fixture
+def chaotic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
+    """An emulator of its own, so its chaos rules touch no other test."""
+    from tests.support.client_fixtures import start_emulator, stop_emulator
+
+    emu = start_emulator(tmp_path / "data")
+    for name in list(os.environ):
+        if name.startswith(("SKYPILOT_", "O41_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("O41_ARTIFACTS_API_URL", emu.api)
+    monkeypatch.setenv("O41_ARTIFACTS_API_KEY", emu.key)
+    monkeypatch.setenv("O41_PLACE", "aws/us-east-1")
+    yield emu
+    stop_emulator(emu)
+
+
+def chaos(emu: Emulator, rules: list[dict]) -> None:
+    requests.post(f"{emu.url}/_emulator/chaos", json={"rules": rules}, timeout=10)
+
+
+def test_save_and_load_succeed_through_failing_and_cut_calls(chaotic, o41_location, tmp_path):
+    data = {"model.bin": os.urandom(3 << 20), "meta.json": b"{}"}
+    chaos(chaotic, [
+        {"operation": "artifacts/open", "times": 2},
+        {"operation": "versions/write", "times": 2},
+        {"operation": "data/put", "times": 3},
+        {"operation": "versions/commit", "times": 2},
+    ])
+    run = o41.open(o41_location, resume="latest")
+    run.save(100, data)
+    chaos(chaotic, [
+        {"operation": "artifacts/open", "times": 1},
+        {"operation": "data/get", "status": 0, "cut_after_bytes": 70_000, "times": 3},
+        {"operation": "data/get", "times": 2},
+    ])
+    again = o41.open(o41_location, resume="latest")
+    assert again.resume_from is not None and again.resume_from.version == "step-00000100"
+    again.load(tmp_path / "ckpt")
+    for name, content in data.items():
+        assert (tmp_path / "ckpt" / name).read_bytes() == content
+    chaos(chaotic, [{"operation": "versions/read", "times": 2}])
+    assert again.api.read_version(again.artifact)["version"] == "step-00000100"
+    left = requests.get(f"{chaotic.url}/_emulator/chaos", timeout=10).json()["rules"]
+    assert [rule["times"] for rule in left] == [0] * len(left), left  # every fault was met
+
+
+def test_commit_whose_reply_was_lost_is_recognised_as_landed(chaotic, o41_location):
+    run = o41.open(o41_location, resume="latest")
+    run.save(1, {"a": b"first"})
+    # The commit lands, then its reply is "lost": the retry meets version_exists for a
+    # version of this very epoch, and the client returns it instead of failing.
+    api = run.api
+    ticket = api.write_version(run.artifact, run.token, "step-00000002",
+                               [{"name": "a", "size": 1, "sha256":
+                                 "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"}])
+    requests.put(ticket["files"][0]["url"], data=b"a", timeout=10)
+    first = api.commit(run.artifact, run.token, ticket["upload"])
+    calls = iter([ServerError("lost", status=503)])
+    real_once = api._once
+
+    def flaky_once(method, path, **kwargs):
+        if path == "/versions/commit":
+            error = next(calls, None)
+            if error is not None:
+                raise error
+        return real_once(method, path, **kwargs)
+
+    api._once = flaky_once  # type: ignore[method-assign]
+    again = api.commit(run.artifact, run.token, ticket["upload"], version="step-00000002",
+                       epoch=run.epoch)
+    assert again["version"] == first["version"] and again["epoch"] == run.epoch
+
+
+def test_persistent_failure_still_surfaces(chaotic, o41_location, monkeypatch):
+    monkeypatch.setattr("o41.api.RETRY_FOR", 0.0)  # just the six tries, not 20 s of them
+    chaos(chaotic, [{"operation": "artifacts/open", "status": 503, "times": 7}])
+    with pytest.raises(ServerError):
+        o41.open(o41_location, resume="latest")
+    rules = requests.get(f"{chaotic.url}/_emulator/chaos", timeout=10).json()["rules"]
+    assert rules[0]["times"] == 1  # six tries, then it surfaced
+
+
+def test_a_few_seconds_of_503_are_ridden_out(chaotic, o41_location):
+    """A database restart behind the service: more failures than six quick tries cover."""
+    chaos(chaotic, [{"operation": "artifacts/open", "status": 503, "times": 7}])
+    assert o41.open(o41_location, resume="latest").epoch >= 1

@@ -1,0 +1,168 @@
+"""A file written through ``o41://`` streams as it is written (VER-6): hashed on the way,
+bounded in memory per open file, never staged whole on disk or in memory; the commit
+lists what each PUT answered."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import fsspec
+import pytest
+import requests
+
+import o41
+from o41 import fsstream
+from o41.filesystem import O41FileSystem
+from tests.support.trainer_runs import REPO, versions
+
+if TYPE_CHECKING:
+    from tests.support.client_fixtures import Emulator
+
+pytest_plugins = ["tests.support.client_fixtures"]
+MIB = 1024 * 1024
+
+
+def make_fs(emu: Emulator, **options: object) -> O41FileSystem:
+    # Each close commits (commit_after=0): what is pinned here is how a file streams; when
+    # a step of files closed in turn commits is tests/client/test_fsspec_commit_after.py's.
+    options.setdefault("commit_after", 0)
+    return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
+                             skip_instance_cache=True, **options)
+
+
+def blob(size: int, seed: int = 1) -> bytes:
+    return hashlib.shake_256(seed.to_bytes(4, "big")).digest(size)
+
+
+def listed(emu: Emulator, location: str, version: str) -> dict[str, tuple[int, str]]:
+    resp = requests.get(f"{emu.api}/versions/read", timeout=30,
+                        params={"artifact": location[6:], "version": version},
+                        headers={"Authorization": f"Bearer {emu.key}"})
+    resp.raise_for_status()
+    return {f["name"]: (f["size"], f["sha256"]) for f in resp.json()["files"]}
+
+
+def test_small_file_goes_as_one_put_and_its_version_lists_its_sha256(
+        o41_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(o41_emulator)
+    data = blob(3 * MIB + 3)
+    step = f"{o41_location}/step-00000001"
+    with fs.transaction:
+        with fs.open(f"{step}/model.bin", "wb") as f:
+            for i in range(0, len(data), 1000_003):
+                f.write(data[i:i + 1000_003])
+            os.fsync(f.fileno())  # torch DCP syncs what it writes: it must work, and cheaply
+            assert f.tell() == len(data) and f._sender is None  # under one part: one PUT
+    assert listed(o41_emulator, o41_location, "step-00000001") == {
+        "model.bin": (len(data), hashlib.sha256(data).hexdigest())}
+    assert fs.cat_file(f"{o41_location}/latest/model.bin") == data
+
+
+def test_file_past_its_buffer_streams_while_it_is_written(
+        o41_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(o41_emulator, write_buffer=16 * MIB)
+    data = blob(40 * MIB + 11, seed=2)
+    with fs.open(f"{o41_location}/step-00000001/big.bin", "wb") as f:
+        for i in range(0, len(data), MIB):
+            f.write(bytearray(data[i:i + MIB]))  # mutable: copied into parts
+        sender = f._sender
+        assert sender is not None and sender.queued <= 16 * MIB
+        # the writer waits while 16 MiB are queued: the rest went out before the close
+        assert sender.size >= len(data) - 16 * MIB - fsstream.PART
+    assert listed(o41_emulator, o41_location, "step-00000001") == {
+        "big.bin": (len(data), hashlib.sha256(data).hexdigest())}
+    assert fs.cat_file(f"{o41_location}/latest/big.bin") == data
+
+
+def test_writer_rewrites_bytes_not_yet_sent_and_is_refused_before_them(
+        o41_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(o41_emulator)
+    data = bytearray(blob(2 * MIB, seed=3))
+    with fs.open(f"{o41_location}/step-00000001/patched.bin", "wb") as f:
+        f.write(bytes(data))
+        f.seek(100)  # as a writer patches a header it wrote a moment ago
+        f.write(b"PATCHED")
+        f.seek(0, os.SEEK_END)
+        f.write(b"tail")
+        assert not f.seekable()  # zipfile then writes data descriptors, never seeking back
+    data[100:107] = b"PATCHED"
+    data += b"tail"
+    assert fs.cat_file(f"{o41_location}/latest/patched.bin") == bytes(data)
+    with fs.open(f"{o41_location}/step-00000002/long.bin", "wb") as f:
+        f.write(blob(fsstream.PART + MIB))
+        with pytest.raises(io.UnsupportedOperation, match="streams as it is written"):
+            f.seek(0)
+
+
+@pytest.mark.parametrize("size", [2 * MIB, fsstream.PART + MIB])
+def test_file_left_by_an_exception_stores_nothing(o41_emulator: Emulator, o41_location: str,
+                                                  size: int) -> None:
+    fs = make_fs(o41_emulator)
+    with pytest.raises(RuntimeError), fs.open(f"{o41_location}/step-00000001/x.bin",
+                                              "wb") as f:
+        f.write(blob(size))
+        raise RuntimeError("the writer failed")
+    assert f.closed and f.discarded
+    assert fs.uncommitted() == []
+    assert versions(o41_emulator.api, o41_emulator.key, o41_location) == []
+
+
+def test_two_gib_file_streams_with_bounded_memory_and_no_local_disk(
+        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+    """The issue's measure: a 2 GiB file through ``o41://``, peak RSS and temp dir."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    script = f"""
+import hashlib, fsspec
+fs = fsspec.filesystem("o41")
+chunk = bytearray(8 << 20)
+sha = hashlib.sha256()
+with fs.open("{o41_location}/step-00000001/huge.bin", "wb") as f:
+    for i in range(256):
+        chunk[:8] = i.to_bytes(8, "big")
+        sha.update(chunk)
+        f.write(chunk)
+# VmHWM: this program's own peak (ru_maxrss would count the forked parent's pages too)
+peak = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM"))
+print(sha.hexdigest(), peak // 1024)
+"""
+    env = o41_emulator.client_env(TMPDIR=str(temp))
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, timeout=600,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    digest, peak_mib = done.stdout.split()
+    print(f"2 GiB streamed: peak RSS {peak_mib} MiB")
+    assert int(peak_mib) < 200
+    assert list(temp.iterdir()) == []
+    assert listed(o41_emulator, o41_location, "step-00000001") == {
+        "huge.bin": (2 << 30, digest)}
+
+
+def test_file_past_the_services_limit_is_refused_and_nothing_is_visible(
+        tmp_path: Path) -> None:
+    from tests.support.client_fixtures import start_emulator, stop_emulator
+
+    config = tmp_path / "limits.toml"
+    config.write_text(f"max_file_size = {12 * MIB}\n")
+    emu = start_emulator(tmp_path / "data", "--config", str(config))
+    try:
+        fs = make_fs(emu)
+        location = "o41://tests/limited"
+        with pytest.raises(o41.PayloadTooLarge), fs.open(
+                f"{location}/step-00000001/big.bin", "wb") as f:
+            for i in range(20):
+                f.write(blob(MIB, seed=i))
+        assert versions(emu.api, emu.key, location) == []
+        with pytest.raises(o41.ConfigError, match="big.bin streamed and then .* cut short"):
+            fs.pipe(f"{location}/step-00000001/other.bin", b"x")  # the step lacks big.bin
+        fs.pipe(f"{location}/step-00000001/big.bin", b"fits")  # written again, it commits
+        assert listed(emu, location, "step-00000001") == {
+            "big.bin": (4, hashlib.sha256(b"fits").hexdigest())}
+    finally:
+        stop_emulator(emu)

@@ -1,0 +1,127 @@
+"""SIGKILL the whole emulator at random points of uploads and commits, restart, check it all.
+
+After every restart on the same data dir: every acknowledged commit is visible and
+byte-exact, every visible version is complete, and no partial upload outlives its upload's
+lifetime on disk (younger ones may be another process's PUT in flight, so they stay).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import requests
+
+from tests.support.emulator_http import AWS, Box, Http
+
+pytestmark = pytest.mark.slow  # the slow tier (conftest.py): SIGKILL recovery, 50 kills
+
+KILL_POINTS = 50
+
+
+class Crashable:
+    def __init__(self, data_dir: str, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "emulator", "serve", "--port", "0", "--quiet",
+             "--workers", "1", "--data-dir", data_dir, *args],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            start_new_session=True,  # its own process group: the kill takes every worker
+        )
+        self.url = re.search(r"(http://\S+)", self.proc.stdout.readline()).group(1)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                requests.get(self.url + "/_emulator/health", timeout=1)
+                return
+            except (requests.ConnectionError, requests.Timeout):  # not up, or its worker
+                time.sleep(0.02)                                   # still booting
+        raise RuntimeError("emulator did not come up")
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self.proc.stdout.close()
+
+
+def workload(box: Box, acked: dict[str, dict[str, str]], stop: threading.Event,
+             rng: random.Random) -> None:
+    """Checkpoint continuously until the server dies; record what was acknowledged."""
+    try:
+        opened = box.open("latest")
+        step = opened.body["resume_from"]["step"] if opened.body["resume_from"] else 0
+        while not stop.is_set():
+            step += 1
+            version = f"step-{step:08d}"
+            files = {f"f{i}.bin": rng.randbytes(rng.choice([0, 10, 5000, 2 << 20]))
+                     for i in range(rng.randint(1, 3))}
+            w = box.write(version, files)
+            if w.status != 200:
+                return
+            box.upload(w, files)
+            c = box.commit(w.body["upload"])
+            if c.status == 200:
+                acked[version] = {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+    except (requests.RequestException, AssertionError, KeyError, TypeError):
+        return  # the server died under us: that is the point
+
+
+def verify(http: Http, artifact: str, acked: dict[str, dict[str, str]]) -> int:
+    listed = http.request("GET", "/api/v1/versions/list", params={"artifact": artifact})
+    if listed.status == 404:
+        assert not acked
+        return 0
+    visible = [v["version"] for v in listed.body["versions"]]
+    assert set(acked) <= set(visible), f"lost acknowledged commits {set(acked) - set(visible)}"
+    for version in visible:
+        v = http.request("GET", "/api/v1/versions/read",
+                         params={"artifact": artifact, "version": version, "urls": "1"}).body
+        for f in v["files"]:
+            data = requests.get(f["url"], timeout=30).content
+            assert hashlib.sha256(data).hexdigest() == f["sha256"] and len(data) == f["size"]
+            if version in acked:
+                assert acked[version][f["name"]] == f["sha256"]
+    return len(visible)
+
+
+def test_sigkill_at_random_points_loses_no_acknowledged_commit(tmp_path, artifact):
+    data_dir = str(tmp_path / "data")
+    rng = random.Random(41)
+    acked: dict[str, dict[str, str]] = {}
+    interrupted = 0
+    for _ in range(KILL_POINTS):
+        emu = Crashable(data_dir)
+        stop = threading.Event()
+        box = Box(Http(emu.url), artifact, AWS)
+        worker = threading.Thread(target=workload, args=(box, acked, stop, rng))
+        worker.start()
+        time.sleep(rng.uniform(0.0, 0.25))  # a random kill point, not a timing assertion
+        emu.kill()
+        stop.set()
+        worker.join(timeout=30)
+        interrupted += 1
+    # The last start has a 1 s upload lifetime and comes once every cut-off PUT is older
+    # than that: then none of them can belong to an upload in flight, and all must go.
+    short = tmp_path / "short.toml"
+    short.write_text("upload_lifetime = 1\n")
+    partials = os.path.join(data_dir, "buckets", ".partial")
+    deadline = time.monotonic() + 30
+    while any(os.stat(os.path.join(partials, name)).st_mtime > time.time() - 1.5
+              for name in os.listdir(partials)):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    emu = Crashable(data_dir, "--config", str(short))
+    try:
+        visible = verify(Http(emu.url), artifact, acked)
+        assert os.listdir(partials) == []  # cut-off uploads were reclaimed at restart
+    finally:
+        emu.kill()
+    print(f"{interrupted} kills, {len(acked)} acknowledged commits, {visible} visible")
+    assert interrupted == KILL_POINTS and visible >= len(acked) > 0
