@@ -20,16 +20,13 @@ from o41.transfer import (
     progress_bar,
     upload,
 )
+from tests.support.client_helpers import blob
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import FileServer
 
 pytest_plugins = ["tests.support.client_fixtures"]
 CHUNK = 64 * 1024
-
-
-def blob(size: int, seed: int = 1) -> bytes:
-    return hashlib.shake_256(seed.to_bytes(4, "big")).digest(size)
 
 
 def entry(server: FileServer, name: str, data: bytes) -> FileEntry:

@@ -4,19 +4,19 @@ exit, on SIGTERM and when a later step begins; a kill -9 before then leaves the 
 
 from __future__ import annotations
 
-import secrets
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
-import fsspec
 import pytest
 
 import o41
 from o41.filesystem import O41FileSystem
+from tests.support import client_helpers
 from tests.support.trainer_runs import REPO, versions
 
 if TYPE_CHECKING:
@@ -25,10 +25,7 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.support.client_fixtures"]
 
 
-def make_fs(emu: Emulator, **options: object) -> O41FileSystem:
-    options.setdefault("holder", f"box-{secrets.token_hex(3)}")
-    return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
-                             skip_instance_cache=True, **options)
+make_fs = partial(client_helpers.make_fs, prefix="box")  # holders box-<random>
 
 
 def committed(emu: Emulator, location: str) -> dict[int, list[str]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -16,20 +15,13 @@ import pytest
 import o41
 from o41.filesystem import O41FileSystem
 from o41.fsstage import UncommittedWarning
+from tests.support.client_helpers import make_fs
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
 
 pytest_plugins = ["tests.support.client_fixtures"]
 REPO = Path(__file__).resolve().parents[2]
-
-
-def make_fs(emu: Emulator, **options: object) -> O41FileSystem:
-    """A fresh instance as its own launch: a holder of its own, so its own open (one
-    process holds one open per holder)."""
-    options.setdefault("holder", f"test-box-{secrets.token_hex(3)}")
-    return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
-                             skip_instance_cache=True, **options)
 
 
 def client_env(emu: Emulator) -> dict[str, str]:

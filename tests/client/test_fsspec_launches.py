@@ -14,6 +14,7 @@ import secrets
 import subprocess
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ import fsspec
 import pytest
 
 import o41
-from o41.filesystem import O41FileSystem
+from tests.support import client_helpers
 from tests.support.trainer_runs import REPO, artifact, versions
 
 if TYPE_CHECKING:
@@ -30,10 +31,7 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.support.client_fixtures"]
 
 
-def make_fs(emu: Emulator, **options: object) -> O41FileSystem:
-    options.setdefault("holder", f"box-{secrets.token_hex(3)}")
-    return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
-                             skip_instance_cache=True, **options)
+make_fs = partial(client_helpers.make_fs, prefix="box")  # holders box-<random>
 
 
 def steps(emu: Emulator, location: str) -> list[int]:

@@ -4,16 +4,15 @@ that commits in between is caught there, with one line, never as ``version_exist
 
 from __future__ import annotations
 
-import secrets
 import subprocess
 import sys
+from functools import partial
 from typing import TYPE_CHECKING
 
-import fsspec
 import pytest
 
 import o41
-from o41.filesystem import O41FileSystem
+from tests.support import client_helpers
 from tests.support.trainer_runs import REPO, artifact, versions
 
 if TYPE_CHECKING:
@@ -22,10 +21,8 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.support.client_fixtures"]
 
 
-def make_fs(emu: Emulator, holder: str, **options: object) -> O41FileSystem:
-    return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
-                             holder=f"{holder}-{secrets.token_hex(3)}", on_fenced="raise",
-                             skip_instance_cache=True, commit_after=0, **options)
+# Fencing raises here, and each close commits (commit_after=0).
+make_fs = partial(client_helpers.make_fs, on_fenced="raise", commit_after=0)
 
 
 def steps(emu: Emulator, location: str) -> list[tuple[int, str]]:

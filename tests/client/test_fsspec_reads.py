@@ -20,16 +20,13 @@ import requests
 from o41 import FileEntry, IntegrityError
 from o41.fsread import ReadFile
 from o41.models import Version
+from tests.support.client_helpers import blob
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator, FileServer
 
 pytest_plugins = ["tests.support.client_fixtures"]
 MIB = 1024 * 1024
-
-
-def blob(size: int, seed: int = 1) -> bytes:
-    return hashlib.shake_256(seed.to_bytes(4, "big")).digest(size)
 
 
 def open_served(server: FileServer, data: bytes, block: int = MIB) -> ReadFile:

@@ -15,18 +15,12 @@ import fsspec
 import pytest
 
 import o41
+from tests.support.client_helpers import make_fs
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
 
 pytest_plugins = ["tests.support.client_fixtures"]
-
-
-def make_fs(emu: Emulator, **options: object) -> fsspec.AbstractFileSystem:
-    """A fresh instance as its own launch (its own holder, so its own open)."""
-    options.setdefault("holder", f"test-box-{secrets.token_hex(3)}")
-    return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
-                             skip_instance_cache=True, **options)
 
 
 def names(fs: fsspec.AbstractFileSystem, location: str) -> list[str]:

@@ -8,7 +8,6 @@ trainer parses from it (``re.search(r"step-(\\d+)", name)``) is the step it wrot
 from __future__ import annotations
 
 import re
-import secrets
 from typing import TYPE_CHECKING
 
 import fsspec
@@ -16,6 +15,7 @@ import pytest
 
 import o41
 from o41.fspaths import outside_layout, parse
+from tests.support.client_helpers import make_fs
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
@@ -24,11 +24,6 @@ pytest_plugins = ["tests.support.client_fixtures"]
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[test]')")
 
 import torch.distributed.checkpoint as dcp  # noqa: E402
-
-
-def make_fs(emu: Emulator) -> fsspec.AbstractFileSystem:
-    return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
-                             holder=f"test-box-{secrets.token_hex(3)}", skip_instance_cache=True)
 
 
 @pytest.mark.parametrize(("folder", "version"), [

@@ -9,16 +9,17 @@ import io
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import fsspec
 import pytest
 import requests
 
 import o41
 from o41 import fsstream
-from o41.filesystem import O41FileSystem
+from tests.support import client_helpers
+from tests.support.client_helpers import blob
 from tests.support.trainer_runs import REPO, versions
 
 if TYPE_CHECKING:
@@ -28,16 +29,10 @@ pytest_plugins = ["tests.support.client_fixtures"]
 MIB = 1024 * 1024
 
 
-def make_fs(emu: Emulator, **options: object) -> O41FileSystem:
-    # Each close commits (commit_after=0): what is pinned here is how a file streams; when
-    # a step of files closed in turn commits is tests/client/test_fsspec_commit_after.py's.
-    options.setdefault("commit_after", 0)
-    return fsspec.filesystem("o41", api_url=emu.api, api_key=emu.key, place="aws/us-east-1",
-                             skip_instance_cache=True, **options)
-
-
-def blob(size: int, seed: int = 1) -> bytes:
-    return hashlib.shake_256(seed.to_bytes(4, "big")).digest(size)
+# Each close commits (commit_after=0): what is pinned here is how a file streams; when
+# a step of files closed in turn commits is tests/client/test_fsspec_commit_after.py's.
+# No holder of its own: the client's default.
+make_fs = partial(client_helpers.make_fs, prefix=None, commit_after=0)
 
 
 def listed(emu: Emulator, location: str, version: str) -> dict[str, tuple[int, str]]:
