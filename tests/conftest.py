@@ -9,22 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from emulator import Settings, create_app
-from emulator.served import ServedEmulator
+from emulator import create_app
 from tests.support import s3_servers
+from tests.support.backends import (
+    BACKENDS,
+    DATABASE_VAR,
+    ON_POSTGRES,
+    fresh_database,
+    make_settings,
+)
 from tests.support.emulator_http import Http
 from tests.support.s3_servers import S3Server, chosen
+from tests.support.served import Emulator
 
-S3 = pytest.param("s3", marks=pytest.mark.s3)
-BACKENDS = ["fs", S3]  # parametrize with these: the s3 case is marked, so `-m s3` selects it
-
-
-# O41_TEST_DATABASE=postgresql: the session starts a PostgreSQL cluster, and every emulator
-# the tests build or spawn keeps its metadata there instead of in SQLite. (The conformance
-# suite on PostgreSQL is `python -m bench.postgres -- pytest conformance --target spawn`:
-# its spawned emulator takes the database from O41_EMULATOR_SERVE_DATABASE.)
-ON_POSTGRES = os.environ.get("O41_TEST_DATABASE", "sqlite") == "postgresql"
-DATABASE_VAR = "O41_EMULATOR_SERVE_DATABASE"
+# O41_TEST_DATABASE=postgresql (tests/support/backends.py): the session's PostgreSQL cluster.
 _POSTGRES: list = []
 
 
@@ -71,43 +69,9 @@ def s3_server(request: pytest.FixtureRequest,
         yield server
 
 
-def storage_settings(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict:
-    if kind == "fs":
-        return {"storage": "fs"}
-    # A bucket suffix per test (make_settings) keeps tests apart on the one server.
-    return request.getfixturevalue("s3_server").settings()
-
-
 @pytest.fixture(params=BACKENDS)
 def storage_kind(request: pytest.FixtureRequest) -> str:
     return request.param
-
-
-def make_settings(tmp_path: Path, request: pytest.FixtureRequest, kind: str = "fs",
-                  **overrides) -> Settings:
-    from dataclasses import replace
-
-    from emulator.config import DEFAULT_LOCATIONS
-    from emulator.locations import Location
-
-    tag = uuid.uuid4().hex[:8]
-    locations = tuple(
-        Location(loc.cloud, loc.region, f"{loc.bucket}-{tag}", loc.default)
-        for loc in DEFAULT_LOCATIONS
-    )
-    base = Settings(data_dir=tmp_path / "data", locations=locations,
-                    database=fresh_database())
-    return replace(base, **storage_settings(kind, tmp_path, request), **overrides)
-
-
-def fresh_database() -> str | None:
-    """Under O41_TEST_DATABASE=postgresql, a new schema of the session's database (what a
-    fresh data dir is to SQLite); else None, the SQLite file in the data dir."""
-    if not ON_POSTGRES:
-        return None
-    from bench.postgres import create_schema
-
-    return create_schema(os.environ[DATABASE_VAR])
 
 
 @pytest.fixture
@@ -126,27 +90,19 @@ def artifact() -> str:
     return f"t{uuid.uuid4().hex[:10]}/run-{uuid.uuid4().hex[:6]}"
 
 
-class LiveEmulator(ServedEmulator):
-    """`o41-emulator serve` in a subprocess, as a user starts it, with a test client."""
-
-    def __init__(self, args: list[str], env: dict | None = None) -> None:
-        super().__init__(*args, env=env)
-        self.start()
-        self.http = Http(self.url)
-
-
 @pytest.fixture
 def live_factory(tmp_path: Path) -> Iterator:
     """Start served emulators; each gets a data dir under tmp_path unless it names one
     (`temporary=True` keeps the CLI's own temporary dir)."""
-    started: list[LiveEmulator] = []
+    started: list[Emulator] = []
 
-    def start(*args: str, env: dict | None = None, temporary: bool = False) -> LiveEmulator:
+    def start(*args: str, env: dict | None = None, temporary: bool = False) -> Emulator:
         if "--data-dir" not in args and not temporary:
             args = (*args, "--data-dir", str(tmp_path / f"live-{len(started)}"))
         if ON_POSTGRES and "--database" not in args and DATABASE_VAR not in (env or {}):
             args = (*args, "--database", str(fresh_database()))
-        emu = LiveEmulator(list(args), env)
+        emu = Emulator(*args, env=env)
+        emu.start()
         started.append(emu)
         return emu
 

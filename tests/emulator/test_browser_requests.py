@@ -13,7 +13,7 @@ import requests
 
 from emulator import create_app
 from emulator.origins import Guard, host_name, is_loopback
-from tests.conftest import make_settings
+from tests.support.backends import make_settings
 from tests.support.emulator_http import AWS, KEY, Box, Http
 
 EVIL = "http://evil.example"

@@ -15,7 +15,7 @@ import pytest
 from emulator import create_app
 from emulator.dashboard_data import artifacts, usage
 from emulator.web.dashboard import BAR_AREA, bar_chart, location_colours
-from tests.conftest import make_settings
+from tests.support.backends import make_settings
 from tests.support.dashboard_seed import FORK, LAMBDA, RUN, SCRATCH, seed
 from tests.support.emulator_http import AWS, Box, Http
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LiveEmulator
 from tests.support.dashboard_seed import FORK, LAMBDA, RUN, SCRATCH, seed
+from tests.support.served import Emulator
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -49,8 +49,9 @@ def browser() -> Iterator:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[LiveEmulator]:
-    emu = LiveEmulator(["--data-dir", str(tmp_path_factory.mktemp("dash") / "data")])
+def served(tmp_path_factory) -> Iterator[Emulator]:
+    emu = Emulator("--data-dir", str(tmp_path_factory.mktemp("dash") / "data"))
+    emu.start()
     try:
         seed(emu.http)
         yield emu

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from emulator import create_app
-from tests.conftest import make_settings
 from tests.emulator.test_dashboard import page
+from tests.support.backends import make_settings
 from tests.support.dashboard_seed import RUN, seed
 from tests.support.emulator_http import AWS, GCP, Box, Http
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import LiveEmulator
 from tests.emulator.test_dashboard_browser import browser  # noqa: F401 - the Chromium fixture
 from tests.support.dashboard_seed import seed
 from tests.support.emulator_http import GCP, Box
+from tests.support.served import Emulator
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -32,7 +32,7 @@ WIDTH = 700
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, browser) -> Iterator[LiveEmulator]:  # noqa: F811
+def world(tmp_path_factory, browser) -> Iterator[Emulator]:  # noqa: F811
     """A replay's emulator data, served again, plus the seed world and a conformance run."""
     work = tmp_path_factory.mktemp("shared") / "replay"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -42,7 +42,8 @@ def world(tmp_path_factory, browser) -> Iterator[LiveEmulator]:  # noqa: F811
          f"o41://{HOP}", "--steps", "12"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    emu = LiveEmulator(["--data-dir", str(work / "emulator-data")])
+    emu = Emulator("--data-dir", str(work / "emulator-data"))
+    emu.start()
     try:
         seed(emu.http)
         # A URL target's base verdict needs a read-only and a scoped key too (docs/conformance.md)

@@ -11,7 +11,7 @@ import pytest
 from emulator import create_app
 from emulator.faults import FAULTS
 from emulator.policy import Policy
-from tests.conftest import make_settings
+from tests.support.backends import make_settings
 from tests.support.emulator_http import AWS, GCP, Box, Http
 
 

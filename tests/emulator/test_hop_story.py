@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.conftest import BACKENDS
+from tests.support.backends import BACKENDS
 from tests.support.emulator_http import AWS, AZURE, GCP, Box, sha
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from emulator import create_app
-from tests.conftest import make_settings
+from tests.support.backends import make_settings
 from tests.support.emulator_http import AWS, Box, Http
 
 

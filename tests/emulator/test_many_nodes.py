@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench.postgres import ENV_VAR, Postgres, available, create_schema
-from tests.conftest import ON_POSTGRES
 from tests.emulator.test_race_stress import LIFETIME, run_stress
 from tests.emulator.test_races import race_boxes
+from tests.support.backends import ON_POSTGRES
 from tests.support.emulator_http import AWS, GCP, Box, Http, SpreadHttp, sha
 
 

@@ -167,7 +167,7 @@ def test_streamed_put_past_the_limit_is_413_and_keeps_the_earlier_bytes(
     tmp_path, request, storage_kind
 ) -> None:
     from emulator import create_app
-    from tests.conftest import make_settings
+    from tests.support.backends import make_settings
 
     app = create_app(make_settings(tmp_path, request, storage_kind, max_file_size=100))
     b = Box(Http("http://localhost", app.test_client()), "p/limit", AWS)

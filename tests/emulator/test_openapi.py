@@ -21,7 +21,7 @@ from referencing.jsonschema import DRAFT202012
 
 from emulator import create_app
 from emulator.openapi import document
-from tests.conftest import make_settings
+from tests.support.backends import make_settings
 from tests.support.emulator_http import AWS, AZURE, GCP, Box, Http, Reply, sha
 
 BASE = "urn:o41:openapi"

@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from emulator import create_app
 from emulator.openapi import document
-from tests.conftest import make_settings
+from tests.support.backends import make_settings
 
 AUTH = {"Authorization": "Bearer ak_local"}
 NEEDS_A_REAL_TOKEN = {"/versions/write", "/versions/commit", "/versions/delete"}

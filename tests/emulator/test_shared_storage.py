@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BACKENDS, fresh_database
+from tests.support.backends import BACKENDS, fresh_database
 from tests.support.emulator_http import AWS, Box, sha
 from tests.support.race_tools import RawPut
 

@@ -12,7 +12,7 @@ import pytest
 from emulator.storage import ObjectMissing, Storage, TooLarge
 from emulator.storage.files import FileStorage
 from emulator.storage.s3 import S3Storage
-from tests.conftest import BACKENDS
+from tests.support.backends import BACKENDS
 
 
 @pytest.fixture(params=BACKENDS)

@@ -1,4 +1,5 @@
-"""Shared fixtures of the client and replay tests: a live emulator and a faulty file server.
+"""Shared fixtures of the client and replay tests: a live emulator (tests/support/served.py)
+and a faulty file server.
 
 Test modules load them with ``pytest_plugins = ["tests.support.client_fixtures"]``;
 tests/conftest.py belongs to the emulator's tests.
@@ -16,36 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import requests
 
-from emulator.served import ServedEmulator
+from tests.support.served import Emulator
 
 # Set for the pytest process by the root conftest.py (fencing raises, no background watch);
 # kept in-process, left out of a subprocess's environment.
 IN_PROCESS = ("O41_ON_FENCED", "O41_FENCE_CHECK")
-
-
-class Emulator(ServedEmulator):
-    """A running ``o41-emulator serve`` subprocess, with what client tests need of it."""
-
-    @property
-    def api(self) -> str:
-        return self.api_url
-
-    def client_env(self, **extra: str) -> dict[str, str]:
-        """An environment for a client process pointed at this emulator."""
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("SKYPILOT_", "O41_"))}
-        env.update(O41_ARTIFACTS_API_URL=self.api, O41_ARTIFACTS_API_KEY=self.key)
-        env.update(extra)
-        return env
-
-    def make_key(self, prefix: str, access: str) -> str:
-        """A key scoped to ``prefix`` with ``read`` or ``write`` access (admin endpoint)."""
-        resp = requests.post(f"{self.url}/_emulator/keys", timeout=10,
-                             json={"scopes": [{"prefix": prefix, "access": access}]})
-        resp.raise_for_status()
-        return resp.json()["key"]
 
 
 def start_emulator(data_dir: Path, *extra: str) -> Emulator:
