@@ -1,6 +1,6 @@
 """The usage page's "Stored now" table: committed versions and bytes by location, which a
 delete (VER-7, keep-the-last-k) takes down at once. usage/read's placements (versions
-written away from their box) go down alike: tests/test_retention.py."""
+written away from their box) go down alike: tests/emulator/test_retention.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 import pytest
 
 from emulator import create_app
-from tests.conftest import make_settings
-from tests.emulator_http import AWS, Box, Http
+from tests.support.backends import make_settings
+from tests.support.emulator_http import AWS, Box, Http
 
 
 class Rows(HTMLParser):
