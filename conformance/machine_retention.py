@@ -44,6 +44,7 @@ class RetentionMoves:
     boxes = Bundle("boxes")
     api: Client
     model: Model
+    names: dict[str, str]
     current: dict[str, MBox]
     env: Env
     usage: UsageModel | None
@@ -73,27 +74,56 @@ class RetentionMoves:
 
     @precondition(lambda self: bool(self.current))
     @rule(
-        box=boxes,
+        alias=st.sampled_from(("a", "b", "c")),
         files=SMALL_FILES,
-        newest=st.sampled_from([True, True, False]),
+        pick=st.integers(0, 20),
+        keep_url=st.booleans(),
+        rewrite=st.booleans(),
+        refusals=st.booleans(),
+    )
+    def keep_last_versions(self, alias: str, files: Files, pick: int, keep_url: bool,
+                           rewrite: bool, refusals: bool) -> None:
+        """A run that keeps its last checkpoints: the newest holder checkpoints until an
+        older version exists and deletes one; then perhaps deletes it again (404) and the
+        latest (409). A rule of its own, needing no bundle, so that short programs delete."""
+        box = self.current.get(self.names[alias])
+        if box is None:
+            return
+        art = self.model.artifacts[box.artifact]
+        for _ in range(2):
+            if len(art.versions) < 2:
+                self.checkpoint(box, files, 1, "next")
+        if self.current.get(box.artifact) is not box or len(art.versions) < 2:
+            return  # (the checkpoint can only fail on a broken target, which it reported)
+        version = self._pick_deleted(art, "older", pick)
+        self._delete(box, box, version, "older", keep_url, rewrite)
+        if refusals:
+            self._delete(box, box, version, "deleted", False, False)
+            self._delete(box, box, self._pick_deleted(art, "latest", pick), "latest", False,
+                         False)
+
+    @rule(
+        box=boxes,
+        newest=st.booleans(),
         kind=st.sampled_from(DELETE_KINDS),
         pick=st.integers(0, 20),
         keep_url=st.booleans(),
         rewrite=st.booleans(),
     )
-    def delete_version(self, box: MBox, files: Files, newest: bool, kind: str, pick: int,
-                       keep_url: bool, rewrite: bool) -> None:
-        """A delete by the artifact's newest holder, or by ``box`` (perhaps superseded).
-        The newest holder first checkpoints until an older version exists, as a run that
-        keeps its last k does: in a short program deletes would otherwise rarely succeed."""
+    def delete_version(self, box: MBox, newest: bool, kind: str, pick: int, keep_url: bool,
+                       rewrite: bool) -> None:
+        """A delete of any kind, by the artifact's newest holder or by ``box`` (perhaps
+        superseded since)."""
         art = self.model.artifacts[box.artifact]
-        who = self.current[box.artifact] if newest else box
-        for _ in range(2 if newest and kind == "older" else 0):
-            if len(art.versions) < 2:
-                self.checkpoint(who, files, 1, "next")
         if not art.versions:
             return
-        version = self._pick_deleted(art, kind, pick)
+        who = self.current[box.artifact] if newest else box
+        self._delete(box, who, self._pick_deleted(art, kind, pick), kind, keep_url, rewrite)
+
+    def _delete(self, box: MBox, who: MBox, version: str, kind: str, keep_url: bool,
+                rewrite: bool) -> None:
+        """One delete in ``box``'s artifact with ``who``'s token, checked against the model."""
+        art = self.model.artifacts[box.artifact]
         api = self.api
         if kind == "read-key":
             if not self.env.read_key:
