@@ -34,10 +34,13 @@ from conformance.machine_parts import (
     Files,
     MBox,
     Pending,
+    Staged,
     check_open,
     check_version,
     places_for,
 )
+from conformance.machine_retention import RetentionMoves
+from conformance.machine_staged import StagedMoves
 from conformance.model import (
     FileSpec,
     Model,
@@ -55,7 +58,7 @@ __all__ = ["ArtifactsMachine"]
 ALIASES = ("a", "b", "c")
 
 
-class ArtifactsMachine(IncidentMoves, RuleBasedStateMachine):
+class ArtifactsMachine(RetentionMoves, StagedMoves, IncidentMoves, RuleBasedStateMachine):
     boxes = Bundle("boxes")
     uploads = Bundle("uploads")
 
@@ -65,7 +68,7 @@ class ArtifactsMachine(IncidentMoves, RuleBasedStateMachine):
         self.api = env.client(trail=Trail(40))
         self.model = Model(env.topology)
         self.names = {alias: env.artifact(f"sm-{alias}") for alias in ALIASES}
-        self.contents: dict[tuple[str, str], Files] = {}
+        self.contents: dict[tuple[str, str], Files | Staged] = {}
         self.current: dict[str, MBox] = {}
         self.unprobed: list[MBox] = []
         self.unverified: list[VersionModel] = []
@@ -197,27 +200,28 @@ class ArtifactsMachine(IncidentMoves, RuleBasedStateMachine):
             charge = self.usage.put(box.artifact, placement.location, box.place, total)
         return Pending(box, version, str(body["upload"]), files, charge)
 
-    def _commit(self, pending: Pending, token_box: MBox) -> None:
+    def _commit(self, pending: Pending, token_box: MBox) -> dict[str, Any] | None:
         box = pending.box
         expected = self.model.predict_commit(
             box.artifact, token_box.epoch, box.epoch, pending.version
         )
-        reply = self.api.commit(box.artifact, token_box.token, pending.upload)
+        reply = self.api.commit(box.artifact, token_box.token, pending.upload, pending.listing())
         self._touch(box.artifact)
         what = f"commit of {pending.version} (by {box.label}, token of {token_box.label})"
         if expected is not None:
             expect_error(reply, *expected, what)
             self._expect_absent(box.artifact, pending.version, expected[2])
-            return
+            return None
         body = expect_ok(reply, "VER-4", what)
         placement = self.env.topology.placement(box.place)
         version = VersionModel(
             box.artifact,
             pending.version,
             placement.location,
-            tuple(file_specs(pending.files.data())),
+            tuple(file_specs(pending.data())),
             box.epoch,
             box.label,
+            box.place,
         )
         check_equal(
             Place.from_json(body.get("location")),
@@ -227,10 +231,11 @@ class ArtifactsMachine(IncidentMoves, RuleBasedStateMachine):
         )
         check_equal(body.get("version"), pending.version, "VER-4", "committed version name")
         self.model.record_commit(version)
-        self.contents[(box.artifact, version.name)] = pending.files
+        self.contents[(box.artifact, version.name)] = pending.stored()
         self.unverified.append(version)
         if pending.charge is not None:
             pending.charge.settled = True
+        return body
 
     @rule(
         box=boxes,
@@ -328,9 +333,8 @@ class ArtifactsMachine(IncidentMoves, RuleBasedStateMachine):
             check_equal(
                 body.get("latest"), latest.name if latest else None, "READ-1", f"latest of {alias}"
             )
-            check_equal(
-                body.get("versions"), len(art.versions), "VER-4", f"version count of {alias}"
-            )
+            count_rule = "VER-7.a" if art.deleted else "VER-4"  # a delete leaves the count
+            check_equal(body.get("versions"), len(art.versions), count_rule, f"count of {alias}")
             ff = (
                 {"artifact": art.forked_from[0], "version": art.forked_from[1]}
                 if art.forked_from
@@ -350,7 +354,7 @@ class ArtifactsMachine(IncidentMoves, RuleBasedStateMachine):
             check_equal(
                 [v.get("version") for v in listed],
                 art.names(),
-                "VER-4",
+                "VER-7.a" if art.deleted else "VER-4",
                 f"versions listed for {alias}",
             )
             check_equal(

@@ -8,12 +8,12 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.actions import make_files
+from conformance.actions import file_specs, make_files
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE, OpenOutcome, Place, VersionModel, route_between
 from conformance.rules import check, check_equal
@@ -25,6 +25,7 @@ __all__ = [
     "Files",
     "MBox",
     "Pending",
+    "Staged",
     "check_open",
     "check_version",
     "places_for",
@@ -108,15 +109,48 @@ class MBox:
         return f"MBox({self.label!r}, {str(self.place)!r}, epoch={self.epoch})"
 
 
+@dataclass(frozen=True)
+class Staged:
+    """The files of an upload many writes made (VER-5), regenerated like :class:`Files`."""
+
+    parts: tuple[Files, ...]
+
+    def data(self) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for part in self.parts:
+            out.update(part.data())
+        return out
+
+
 @dataclass
 class Pending:
-    """An upload that was written and PUT but not committed yet."""
+    """An upload that was written and PUT but not committed yet. ``joined`` are the files of
+    later writes into it (VER-5); ``streamed`` the names declared by name alone (VER-6),
+    which its commit must list; ``list_declared``: the commit lists declared files too."""
 
     box: MBox
     version: str
     upload: str
     files: Files
     charge: Charge | None
+    joined: list[Files] = field(default_factory=list)
+    streamed: set[str] = field(default_factory=set)
+    list_declared: bool = False
+
+    def stored(self) -> Files | Staged:
+        """What the committed version holds: every file of every write."""
+        return Staged((self.files, *self.joined)) if self.joined else self.files
+
+    def data(self) -> dict[str, bytes]:
+        return self.stored().data()
+
+    def listing(self) -> list[dict[str, Any]] | None:
+        """The commit's ``files``: each streamed file as written (and the declared ones when
+        ``list_declared``); None (no list) when there is nothing to list."""
+        if not self.streamed and not self.list_declared:
+            return None
+        specs = file_specs(self.data())
+        return [s.as_json() for s in specs if self.list_declared or s.name in self.streamed]
 
     def __repr__(self) -> str:
         return f"Pending({self.box.label!r}, {self.version!r})"

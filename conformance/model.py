@@ -202,6 +202,8 @@ class VersionModel:
     files: tuple[FileSpec, ...]
     epoch: int
     holder: str
+    #: The writing box's place: where usage ``placements`` count it (USAGE-1.e, VER-7.a).
+    written_from: Place | None = None
 
     @property
     def step(self) -> int:
@@ -221,6 +223,8 @@ class ArtifactModel:
     holder: str
     versions: dict[str, VersionModel] = field(default_factory=dict)
     forked_from: tuple[str, str] | None = None
+    #: Names deleted by VER-7: 404 from then on, and their steps are never reused.
+    deleted: set[str] = field(default_factory=set)
 
     @property
     def latest(self) -> VersionModel | None:
@@ -360,3 +364,28 @@ class Model:
 
     def record_commit(self, version: VersionModel) -> None:
         self.artifacts[version.artifact].versions[version.name] = version
+
+    def predict_delete(
+        self, artifact: str, token_epoch: int, version: str
+    ) -> list[tuple[int, str, str]]:
+        """The answers a ``POST /versions/delete`` may give (VER-7); empty: success. A 404
+        comes before a 409 (VER-6.f); the latest with a fenced token is wrong in two 409 ways
+        the contract does not order, so either is right."""
+        target = self.artifacts[artifact]
+        if parse_step(version) is None:
+            return [(400, "invalid_argument", "VER-7.d")]
+        if version not in target.versions:  # never committed, or deleted already
+            return [(404, "not_found", "VER-7.d")]
+        out = []
+        if self.is_fenced(artifact, token_epoch):
+            out.append((409, "fenced", "VER-7.d"))
+        latest = target.latest
+        if latest is not None and latest.name == version:
+            out.append((409, "is_latest", "VER-7.d"))
+        return out
+
+    def record_delete(self, artifact: str, version: str) -> None:
+        """The latest stays (it cannot be deleted), so VER-3 keeps comparing with it."""
+        target = self.artifacts[artifact]
+        del target.versions[version]
+        target.deleted.add(version)

@@ -54,6 +54,12 @@ class UsageModel:
         """Bytes PUT for an upload; call :meth:`Charge` ``settled = True`` when committed."""
         return self._charge(artifact, "write", location, place, nbytes)
 
+    def grow(self, charge: Charge, location: Place, place: Place | None, nbytes: int) -> None:
+        """More bytes PUT into the same upload (a write that joins it, VER-5): they are
+        written from the same place to the same location, and settle with the upload."""
+        charge.nbytes += nbytes
+        charge.cost += nbytes / 1e9 * price_per_gb(self.prices, "write", location, place)
+
     def read(self, artifact: str, location: Place, place: Place | None, nbytes: int) -> None:
         self._charge(artifact, "read", location, place, nbytes)
 
