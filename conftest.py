@@ -63,7 +63,10 @@ def _named_files(config: pytest.Config) -> set[Path]:
 #: against a served emulator (the fast tier runs the suite against the emulator once, in
 #: tests/conformance/test_conformance_emulator.py), and docs/fsspec.md's Ray Train recipe (77 s of a
 #: real Ray cluster starting on 2 cores).
-SLOW_EXAMPLES = ("pytest conformance --target http", "import ray\n")
+SLOW_EXAMPLES = ("pytest conformance --target http", "import ray\n",
+                 # the replay of docs/fsspec.md (26 s); tests/replay/test_fsspec_replay.py
+                 # runs the same trainer under the same scenario in the fast tier
+                 "train_fsspec.py o41://experiments/spot-hop")
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -29,7 +29,7 @@ from .errors import (
 
 DEFAULT_TIMEOUT = 30.0
 ATTEMPTS = 6
-RETRY_FOR = 20.0  # seconds of transient failures a call rides out
+RETRY_FOR = 20.0  # seconds of transient failures (502-504) a call rides out
 TRANSIENT = frozenset({502, 503, 504})
 
 
@@ -147,7 +147,12 @@ class ApiClient:
             except (TransportError, ServerError) as exc:
                 status = getattr(exc, "status", None)
                 transient = method == "GET" or status is None or status in TRANSIENT
-                if not transient or (attempt >= ATTEMPTS and time.monotonic() > deadline):
+                # Nothing listening gets ATTEMPTS tries (about 5 s: a node restarting), not
+                # the window: `o41 ls` at a wrong port should say so, not hang for 20 s.
+                refused = (isinstance(exc.__cause__, requests.ConnectionError)
+                           and "refused" in str(exc.__cause__).lower())
+                if not transient or (attempt >= ATTEMPTS
+                                     and (refused or time.monotonic() > deadline)):
                     raise
                 time.sleep(min(2.0, 0.05 * 2 ** min(attempt, 6)))
 

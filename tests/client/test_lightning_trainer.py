@@ -126,6 +126,7 @@ def test_default_root_dir_on_o41_fails_at_launch_naming_what_to_write(
     assert versions(o41_emulator.api, o41_emulator.key, o41_location) == []
 
 
+@pytest.mark.slow  # a preemption run (20 s): the fast tier keeps the one-process smoke run
 def test_ddp_on_two_processes_killed_and_relaunched_resumes_on_both_ranks(
         o41_emulator: Emulator, o41_location: str) -> None:
     run = launch(o41_emulator, o41_location, "--steps", "200", "--every", "5",

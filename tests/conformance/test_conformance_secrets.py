@@ -57,6 +57,7 @@ def broken_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.stop()
 
 
+@pytest.mark.slow  # a whole failing suite run (29 s); the masking itself is tested below
 @pytest.mark.skipif(not HAS_EMULATOR, reason="o41-emulator not installed")
 def test_no_key_in_reports_tracebacks_or_output_of_a_failing_run(
     broken_target: str, tmp_path: Path
