@@ -65,9 +65,21 @@ def test_a_write_wrong_in_two_ways_gets_the_earlier_of_400_404_409(
     name = box.artifact
     good = declared(make_files({"x.bin": 4}, 85))
     bad_name = [{"name": "../x.bin", "size": 1, "sha256": sha256(b"x")}]
+    files4 = make_files({"c.bin": 6}, 86)
+    reply = o41_api.write(name, box.token, "step-00000004", declared(files4))
+    put_files(o41_api, urls_of(reply, "VER-6.f", "a write of step 4"), files4, "VER-6.f",
+              "a write of step 4")
+    committed = str(reply.body["upload"])
+    expect_ok(o41_api.commit(name, box.token, committed), "VER-6.f", "commit of step 4")
     mine = _upload_of(o41_api, box)
     before = snapshot(o41_api, name)
     cases = {
+        "a committed upload named with another version (400 > 404)":
+            (o41_api.write(name, box.token, "step-00000005", good, committed),
+             400, "invalid_argument"),
+        "a name twice into a committed upload (400 > 404)":
+            (o41_api.write(name, box.token, "step-00000004", declared(files4), committed),
+             400, "invalid_argument"),
         "a malformed version into an unknown upload (400 > 404)":
             (o41_api.write(name, box.token, "step-1", good, "up-unknown-0001"),
              400, "invalid_argument"),

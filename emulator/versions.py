@@ -138,13 +138,17 @@ def _joined_upload(
     400s come before its 404s, and those before its 409s (the contract's precedence)."""
     conn = backend.conn()
     up = store.uploads.lock(conn, upload, artifact)
-    if up is None or up["state"] != "open" or up["expires_at"] < backend.now():
-        raise NotFound(f"upload {upload} of {artifact} does not exist, is committed or expired")
+    if up is None:
+        raise NotFound(f"upload {upload} of {artifact} does not exist")
+    # What the write itself gets wrong (another version, a name declared twice) is 400
+    # even when the upload is committed or expired too, which is 404.
     if up["step"] != step:
         raise InvalidArgument(
             f"upload {upload} writes {up['version']}, not {names.version_name(step)}")
     earlier = store.uploads.names(conn, upload)
     filelists.check_joined(parsed, earlier, backend.settings.max_files)
+    if up["state"] != "open" or up["expires_at"] < backend.now():
+        raise NotFound(f"upload {upload} of {artifact} is committed or expired")
     # An upload never changes hands: the token and the upload must both be of the newest
     # epoch, so a newer open fences the files of the old one too.
     check_epoch(backend, artifact, min(up["epoch"], tok["epoch"]), "write")
