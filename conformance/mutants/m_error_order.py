@@ -113,3 +113,25 @@ class UnknownUploadBeforeMalformedWrite(Tracked):
         if not known:
             return Response.error(404, "not_found", "no such upload")
         return response
+
+
+@mutant
+class CommittedUploadBeforeMalformedWrite(Tracked):
+    """A write into a committed upload that names another version, or a file it has,
+    answers the committed upload's 404 before the write's own 400."""
+
+    name = "ver-write-wrong-into-a-committed-upload-gets-404"
+    clause = "VER-6.f"
+    summary = "a write naming another version or a name twice, into a committed upload, gets 404"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        upload = body_of(request).get("upload")
+        if request.endpoint != "versions/write" or response.status != 400 \
+                or not isinstance(upload, str):
+            return response
+        with self.lock:
+            closed = upload in self.t.closed
+        if closed:
+            return Response.error(404, "not_found", "the upload is committed")
+        return response
+

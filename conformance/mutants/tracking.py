@@ -101,6 +101,7 @@ class Facts:
     writer_keys: set[str] = field(default_factory=set)
     refused_keys: set[str] = field(default_factory=set)
     committed: dict[str, int] = field(default_factory=dict)  # artifact -> versions committed
+    closed: set[str] = field(default_factory=set)  # uploads committed
 
     def good_key(self, artifact: str | None = None) -> str | None:
         """A key that opened ``artifact`` (or anything) successfully, newest first."""
@@ -187,6 +188,7 @@ class Tracked(Mutant):
         elif request.endpoint == "versions/commit" and isinstance(body, dict):
             art = body.get("artifact")
             facts.committed[art] = facts.committed.get(art, 0) + 1
+            facts.closed.add(str(body.get("upload")))
         elif request.kind == "data" and request.method == "PUT":
             up_id = facts.paths.get(request.path)
             up = facts.uploads.get(up_id) if up_id else None
