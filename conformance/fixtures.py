@@ -63,7 +63,7 @@ def o41_expiring_env(
         return
     lifetime = pytestconfig.getoption("emulator_url_lifetime")
     workdir = tmp_path_factory.mktemp("o41-emulator-expiry")
-    proc = spawn(pytestconfig, workdir, o41_env.prefix, lifetime)
+    proc = spawn(pytestconfig, workdir, o41_env.prefix, lifetime, own_database=True)
     try:
         yield dataclasses.replace(o41_env, base=normalize_base(proc.url))
     finally:

@@ -96,7 +96,8 @@ def _opt(config: Any, name: str) -> Any:
 
 
 def spawn(
-    config: Any, workdir: Path, prefix: str, url_lifetime: int | None = None
+    config: Any, workdir: Path, prefix: str, url_lifetime: int | None = None,
+    own_database: bool = False,
 ) -> SpawnedEmulator:
     """Start one emulator with the suite's keys; stopped by the config's cleanup."""
     proc = SpawnedEmulator(
@@ -107,6 +108,7 @@ def spawn(
             url_lifetime
         ),
         command=_opt(config, "emulator_command"),
+        own_database=own_database,
     )
     config.add_cleanup(proc.stop)
     proc.start()

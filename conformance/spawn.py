@@ -8,6 +8,7 @@ work directory: no pipes to fill up or block on.
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import shlex
 import shutil
@@ -80,6 +81,10 @@ def _command(explicit: str | None) -> list[str]:
     return [found]
 
 
+# The emulator's `serve --database` from the environment (o41-emulator serve --help).
+SERVE_DATABASE = "O41_EMULATOR_SERVE_DATABASE"
+
+
 class SpawnedEmulator:
     """One emulator process on a free port, stopped with SIGTERM at the end."""
 
@@ -90,11 +95,13 @@ class SpawnedEmulator:
         faults: Sequence[str] = (),
         config: str | None = None,
         command: str | None = None,
+        own_database: bool = False,
     ) -> None:
         self.workdir = workdir
         self.faults = list(faults)
         self.config = config
         self.command = command
+        self.own_database = own_database
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.key: str | None = None
@@ -102,6 +109,14 @@ class SpawnedEmulator:
     def _tail(self, name: str) -> str:
         path = self.workdir / name
         return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+    def _env(self) -> dict[str, str] | None:
+        """A second emulator beside the main one is a deployment of its own: a database
+        named for serve in the environment (the main one's) stays the main one's, since
+        nodes that share a database must share storage too."""
+        if not self.own_database:
+            return None
+        return {k: v for k, v in os.environ.items() if k != SERVE_DATABASE}
 
     def start(self, timeout: float = 30.0) -> str:
         """Start and wait until ``/_emulator/health`` answers; return the URL."""
@@ -118,7 +133,8 @@ class SpawnedEmulator:
             open(self.workdir / "stderr.log", "wb") as err,
         ):
             self.proc = subprocess.Popen(
-                args, stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+                args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent, env=self._env(),
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -169,6 +169,7 @@ def test_default_profile_gives_identical_results_twice(
     """Same target, default profile: the state machine's same outcomes and examples."""
     first, second = suite_runs["stateful"].result()[1], suite_runs["stateful-again"].result()[1]
     assert first["seed"] == second["seed"] == 41
+    assert set(_outcomes(first).values()) == {"passed"}, suite_runs["stateful"].result()[2]
     assert _outcomes(first) == _outcomes(second)
     assert _examples(first) == _examples(second)
     assert _examples(first) and all(n > 100 for n in _examples(first).values())
@@ -177,10 +178,11 @@ def test_default_profile_gives_identical_results_twice(
 @pytest.mark.slow
 def test_seed_changes_state_machine_examples(suite_runs: dict[str, Future[Run]]) -> None:
     """--conformance-seed is what fixes the examples: another seed explores differently."""
-    clean, other = suite_runs["stateful"].result()[1], suite_runs["stateful-seed-7"].result()[1]
-    assert other["seed"] == 7 and set(_outcomes(other).values()) == {"passed"}
+    clean = suite_runs["stateful"].result()[1]
+    _, other, out, _ = suite_runs["stateful-seed-7"].result()
+    assert other["seed"] == 7 and set(_outcomes(other).values()) == {"passed"}, out
     ((node, sent),) = _examples(other).items()
-    assert sent != _examples(clean)[node]
+    assert sent != _examples(clean)[node], (sent, _examples(clean))
 
 
 @pytest.mark.slow
