@@ -97,7 +97,7 @@ class Chaos:
 
     def rules(self, conn: Connection) -> list[ChaosRule]:
         found = hot.first(conn, _RULES, {})
-        raw = (found and next(iter(found.values()))) or "[]"
+        raw = (found or {}).get("value") or "[]"
         cache = self._cache
         if raw != cache[0]:  # parse only when the rules changed
             cache = self._cache = (raw, [ChaosRule(**r) for r in json.loads(raw)])

@@ -236,6 +236,6 @@ def usage(backend: Backend) -> UsageView:
     stored = []
     for row in store.usage.stored_by_location(backend.conn()):
         place = backend.location(row["location"]).place
-        stored.append(Stored(f"{place.cloud}/{place.region}", row["n"], row["bytes"]))
+        stored.append(Stored(str(place), row["n"], row["bytes"]))
     return UsageView(routes, report["total_cost_usd"], savings, transfers, report["prices"],
                      stored)
