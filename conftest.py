@@ -36,6 +36,9 @@ os.environ.setdefault("O41_FENCE_CHECK", "0")
 
 __all__ = ["doc_env", "docs_emulator"]
 
+# The tiers run on two processes, a file to each (its docstring says how and why).
+pytest_plugins = ["tests.support.parallel"]
+
 pytest_collect_file = sybil().pytest()
 
 

@@ -24,29 +24,28 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from fsspec.spec import AbstractFileSystem
-from fsspec.utils import isfilelike
 
 from . import fsdefer, fsretain, fsrun
 from .api import ApiClient
 from .config import Place, Settings
 from .errors import ConfigError, NotFound, TransportError
+from .fsget import Downloads
 from .fspaths import O41Path, parse, step_in_name
+from .fsput import BUFFER
 from .fsread import ReadFile
 from .fsstage import DEFAULT_MARKERS, DEFAULT_PARTS, StepTransaction, is_marker
-from .fsstream import BUFFER
 from .fswrite import StepWriter
 from .memread import read_range
 from .models import FileEntry, Version
-from .transfer import WORKERS, download
+from .transfer import WORKERS
 
 SIGNED_FOR = 60.0  # at most this many seconds a signed listing is reused
 
 
-class O41FileSystem(StepWriter, AbstractFileSystem):
+class O41FileSystem(Downloads, StepWriter, AbstractFileSystem):
     """Checkpoint versions of o41 artifacts as directories of immutable files."""
 
     protocol = "o41"
@@ -349,39 +348,6 @@ class O41FileSystem(StepWriter, AbstractFileSystem):
         version = self._latest_name(where.artifact)
         tail = f"/{where.name}" if where.name else ""
         return f"{where.artifact}/{version}{tail}" + ("/" if str(path).endswith("/") else "")
-
-    def get(self, rpath: Any, lpath: Any, recursive: bool = False, **kwargs: Any) -> None:
-        """Download files; every file of the call goes in one parallel, verified download."""
-        self._local.get_batch = batch = []
-        try:
-            super().get(self._pin(rpath), lpath, recursive=recursive, **kwargs)
-        finally:
-            self._local.get_batch = None
-        self._download(batch)
-
-    def get_file(self, rpath: str, lpath: Any, callback: Any = None, outfile: Any = None,
-                 **kwargs: Any) -> None:
-        if isfilelike(lpath):
-            lpath.write(self.cat_file(rpath))
-            return
-        if self.isdir(rpath):
-            os.makedirs(lpath, exist_ok=True)
-            return
-        pair = (self._entry(rpath)[1], os.fspath(lpath))
-        batch = getattr(self._local, "get_batch", None)
-        if batch is not None:
-            batch.append(pair)
-        else:
-            self._download([pair])
-
-    def _download(self, pairs: list[tuple[FileEntry, str]]) -> None:
-        if not pairs:
-            return
-        paths = [os.path.abspath(p) for _, p in pairs]
-        root = os.path.commonpath([os.path.dirname(p) for p in paths])
-        entries = [FileEntry(Path(os.path.relpath(p, root)).as_posix(), e.size, e.sha256, e.url)
-                   for (e, _), p in zip(pairs, paths, strict=True)]
-        download(entries, root, workers=self.workers)
 
     def _open(self, path: str, mode: str = "rb", block_size: Any = None,
               autocommit: bool = True, cache_options: Any = None, **kwargs: Any) -> Any:

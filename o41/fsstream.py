@@ -13,7 +13,7 @@ A file that ends before its first part is full goes as one
 PUT with a ``Content-Length`` (retried on a dropped connection: its bytes are at hand).
 
 On close the service's answer is checked against what the client hashed, and the file's
-size and sha256 go to its launch's step (``o41.fsrun``), for the commit. A file left by an
+size and sha256 go to its launch's step (``o41.fslaunch``), for the commit. A file left by an
 exception, or collected unclosed, is cut short: the PUT never ends, so nothing of it is
 stored, and its step cannot commit until the file is written again.
 
@@ -31,212 +31,13 @@ has begun.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
-import http.client
 import io
-import json
 import os
-import threading
-import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
-from .dataplane import NETWORK_ERRORS, Connections, Retry, data_plane_error, put
-from .errors import IntegrityError, PayloadTooLarge, TransportError
-
-PART = 8 * 1024 * 1024
-BUFFER = 64 * 1024 * 1024  # bytes of one open file held in memory, at most
-TIMEOUT = 120.0
-RETRIES = 5
-_END = object()
-
-
-class Sender:
-    """One chunked PUT, fed part by part from the writer's thread, hashed on the way."""
-
-    def __init__(self, url: str, limit: int = BUFFER) -> None:
-        self.url = url
-        self.limit = max(limit, PART)
-        self.parts: deque[Any] = deque()  # (buffer, bytes of it to send, pooled) or _END
-        self.free: list[bytearray] = []  # sent part buffers, for the writer to fill again
-        self.queued = 0
-        self.cond = threading.Condition()
-        self.sha = hashlib.sha256()
-        self.size = 0
-        self.error: BaseException | None = None
-        self.reply: tuple[int, bytes] | None = None
-        self.conn: http.client.HTTPConnection | None = None
-        self.thread = threading.Thread(target=self._run, name="o41-put", daemon=True)
-        self.thread.start()
-
-    def put(self, part: Any, n: int | None = None, pooled: bool = False) -> None:
-        """Queue the first ``n`` bytes of ``part`` (a buffer of the writer's, given back
-        through ``take`` once sent when ``pooled``, or a read-only view), waiting while the
-        queue is full."""
-        n = len(part) if n is None else n
-        with self.cond:
-            while self.queued and self.queued + n > self.limit and self.error is None:
-                self.cond.wait()
-            if self.error is not None:
-                raise self.error
-            self.parts.append((part, n, pooled))
-            self.queued += n
-            self.cond.notify_all()
-
-    def take(self) -> bytearray:
-        """A part buffer to fill: one already sent, else a new one. At most
-        ``limit / PART + 2`` are ever made, so memory stays bounded whatever malloc does."""
-        with self.cond:
-            if self.free:
-                return self.free.pop()
-        return bytearray(PART)
-
-    def finish(self) -> tuple[int, str, dict[str, Any]]:
-        """End the body and wait for the answer: (size, sha256 sent, the reply's JSON)."""
-        with self.cond:
-            self.parts.append(_END)
-            self.cond.notify_all()
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        assert self.reply is not None
-        return self.size, self.sha.hexdigest(), answer_of(self.url, *self.reply)
-
-    def abort(self) -> None:
-        """Cut the PUT short: the body never ends, so the service stores nothing."""
-        with self.cond:
-            if self.error is None:
-                self.error = TransportError("the write was abandoned")
-            self.parts.clear()
-            self.cond.notify_all()
-        conn = self.conn
-        if conn is not None and conn.sock is not None:
-            try:
-                conn.sock.shutdown(2)
-            except OSError:
-                pass
-        self.thread.join()
-        if conn is not None:
-            conn.close()
-
-    def _run(self) -> None:
-        u = urlsplit(self.url)
-        target = (u.path or "/") + (f"?{u.query}" if u.query else "")
-        cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-        try:
-            conn = self.conn = cls(u.netloc, timeout=TIMEOUT)
-            conn.putrequest("PUT", target, skip_accept_encoding=True)
-            conn.putheader("Transfer-Encoding", "chunked")
-            conn.putheader("Content-Type", "application/octet-stream")
-            conn.endheaders()
-            sock = conn.sock
-            while True:
-                with self.cond:
-                    while not self.parts and self.error is None:
-                        self.cond.wait()
-                    if self.error is not None:
-                        return
-                    item = self.parts[0]
-                if item is _END:
-                    sock.sendall(b"0\r\n\r\n")
-                    resp = conn.getresponse()
-                    self.reply = (resp.status, resp.read())
-                    return
-                part, n, pooled = item
-                data = memoryview(part)[:n]
-                self.sha.update(data)
-                sock.sendall(b"%x\r\n" % n)
-                sock.sendall(data)
-                sock.sendall(b"\r\n")
-                del data
-                with self.cond:
-                    self.parts.popleft()
-                    self.queued -= n
-                    self.size += n
-                    if pooled:
-                        self.free.append(part)
-                    self.cond.notify_all()
-        except NETWORK_ERRORS as exc:
-            error: BaseException = self._early_answer() or TransportError(
-                f"PUT {_short(self.url)}: the connection failed mid-file: {exc}")
-            with self.cond:
-                self.error = self.error or error
-                self.cond.notify_all()
-        except BaseException as exc:
-            with self.cond:
-                self.error = self.error or exc
-                self.cond.notify_all()
-        finally:
-            if self.conn is not None:
-                self.conn.close()
-
-    def _early_answer(self) -> BaseException | None:
-        """A refusal the service sent before the body ended (413 past its limit, 403)."""
-        conn = self.conn
-        if conn is None or conn.sock is None or self.error is not None:
-            return None
-        try:
-            conn.sock.settimeout(2.0)
-            resp = conn.getresponse()
-            body = resp.read()
-        except (NETWORK_ERRORS, ValueError):
-            return None
-        try:
-            answer_of(self.url, resp.status, body)
-        except (TransportError, PayloadTooLarge) as exc:
-            return exc
-        return None
-
-
-def _short(url: str) -> str:
-    return urlsplit(url).path.rsplit("/", 1)[-1] or url
-
-
-def answer_of(url: str, status: int, body: bytes) -> dict[str, Any]:
-    """The PUT's ``{name, size, sha256}``; an error reply as the client's error."""
-    if status == 413:
-        raise PayloadTooLarge(f"PUT {_short(url)}: payload_too_large: the file is over the "
-                              "service's limit for one file; nothing of it was stored",
-                              status=413)
-    if status >= 400:
-        raise data_plane_error(f"PUT {_short(url)}", status, body)
-    try:
-        data = json.loads(body or b"{}")
-    except ValueError:
-        data = {}
-    return data if isinstance(data, dict) else {}
-
-
-_small = Connections()  # PUTs of files that end within one part: keep-alive, per thread
-atexit.register(_small.close)
-
-
-def put_whole(url: str, body: bytes | memoryview) -> dict[str, Any]:
-    """PUT a whole small file with its Content-Length, retrying dropped connections."""
-    for attempt in range(1, RETRIES + 1):
-        try:
-            status, reply = put(_small, url, body, len(body), lambda n: None)
-        except Retry as exc:
-            if attempt == RETRIES:
-                raise TransportError(f"PUT {_short(url)}: {exc}") from exc
-            time.sleep(0.1 * attempt)
-            continue
-        if status in (502, 503, 504) and attempt < RETRIES:
-            time.sleep(0.1 * attempt)
-            continue
-        return answer_of(url, status, reply)
-    raise AssertionError("unreachable")
-
-
-def check_answer(name: str, answer: dict[str, Any], size: int, sha256: str) -> None:
-    """The service received what the client wrote, or the write fails (VER-6)."""
-    got = (answer.get("size"), answer.get("sha256"))
-    if got != (size, sha256):
-        raise IntegrityError(f"{name}: wrote {size} bytes with sha256 {sha256}, the service "
-                             f"received {got[0]} bytes with sha256 {got[1]}")
+from .fsput import BUFFER, PART, Sender, check_answer, put_whole
 
 
 class StreamFile(io.RawIOBase):
@@ -432,4 +233,4 @@ class StreamFile(io.RawIOBase):
             pass
 
 
-__all__ = ["BUFFER", "PART", "Sender", "StreamFile", "answer_of", "check_answer", "put_whole"]
+__all__ = ["BUFFER", "PART", "StreamFile"]

@@ -28,8 +28,9 @@ from .dataplane import Connections, Retry, put
 from .errors import ConfigError, Immutable, TransportError, VersionExists
 from .fsguard import check_new_step, refuse_removal
 from .fspaths import O41Path, outside_layout, parse, step_in_name, top_version
+from .fsput import answer_of, check_answer, put_whole
 from .fsstage import HELD, StepKey, is_marker, is_part, uncommitted, warn_uncommitted
-from .fsstream import StreamFile, answer_of, check_answer, put_whole
+from .fsstream import StreamFile
 from .local import hash_files
 from .models import Version
 
