@@ -17,7 +17,7 @@ _OTHERS = select(N.c.node_id, N.c["keys"], N.c.summary, N.c.seen_at).where(
     N.c.node_id != bindparam("me"), N.c.seen_at > bindparam("since"))
 _BEAT = N.update().where(N.c.node_id == bindparam("me")).values(seen_at=bindparam("now"))
 _FORGET = N.delete().where(N.c.node_id == bindparam("me"))
-_START_LOCK = text("SELECT pg_advisory_xact_lock(4142)")
+_START_LOCK = text("SELECT pg_advisory_xact_lock(4142)")  # 4141 is the schema's (db.setup)
 
 
 def serialise_starts(conn: Connection) -> None:
