@@ -89,7 +89,6 @@ def transaction(conn: Connection) -> Iterator[Connection]:
         conn.exec_driver_sql("COMMIT")
 
 
-
 def now(conn: Connection) -> float:
     """Unix seconds by the database's clock, the one clock every node shares (expiry is
     compared across nodes); SQLite's is this machine's, read without a query."""
@@ -97,7 +96,6 @@ def now(conn: Connection) -> float:
         return conn.exec_driver_sql("SELECT extract(epoch from clock_timestamp())::float8"
                                     ).scalar_one()
     return time.time()
-
 
 
 def shown_url(url: str) -> str:

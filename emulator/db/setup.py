@@ -50,5 +50,3 @@ def _unknown_places_as_empty(conn: Connection) -> None:
     these tables (and as '' in `transfers`); now it is '' everywhere."""
     for table in (tokens, uploads, versions):
         conn.execute(table.update().where(table.c.place.is_(None)).values(place=""))
-
-
