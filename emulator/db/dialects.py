@@ -14,7 +14,6 @@ from sqlalchemy import Connection, Table, Text, any_, bindparam, func, literal_c
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ColumnElement, FunctionElement, Join
 
-# --- where the dialects differ -----------------------------------------------------------
 
 def _insert(dialect: str) -> Any:
     """The dialect's own INSERT (with ON CONFLICT), imported when first used: a SQLite
