@@ -10,9 +10,7 @@ import threading
 import time
 import weakref
 
-from sqlalchemy import Connection, Engine
-
-from . import db, keys, keystore, nodes, store
+from . import keys, keystore, nodes, store
 from .chaos import Chaos
 from .config import Settings
 from .errors import InvalidArgument
@@ -20,6 +18,7 @@ from .locations import Geography, Location
 from .policy import Policy
 from .signing import UrlSigner
 from .storage import Storage, make_storage
+from .store import Connection, Engine
 
 
 def _close_all(held: set[Connection], engine: Engine) -> None:
@@ -43,9 +42,9 @@ class Backend:
         self.geography: Geography = settings.geography()
         if settings.database is None:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.engine = db.engine_for(settings.database_url, settings.db_lock_timeout)
+        self.engine = store.engine_for(settings.database_url, settings.db_lock_timeout)
         if not prepared:
-            db.initialise(self.engine)
+            store.initialise(self.engine)
         self.storage = storage or make_storage(settings)
         # A connection per thread, reused across requests: connecting per request would cost
         # more than most queries here, and SQLite connections must not cross threads.
@@ -54,7 +53,7 @@ class Backend:
         if not prepared:
             nodes.register(self.conn(), settings, self.now())
         self._beaten = 0.0  # monotonic time of this process's last heartbeat
-        self.signer = UrlSigner(db.secret(self.conn()), not self.policy.urls_expire,
+        self.signer = UrlSigner(store.meta.secret(self.conn()), not self.policy.urls_expire,
                                 clock=lambda: self.now())  # late-bound: tests move it
         self.chaos = Chaos()
         self.release()
@@ -110,7 +109,7 @@ class Backend:
 
     def now(self) -> float:
         """Unix seconds by the database's clock, which every node shares."""
-        return db.now(self.conn())
+        return store.now(self.conn())
 
     def location(self, location_id: str) -> Location:
         return self.geography.get(location_id)

@@ -12,11 +12,9 @@ import json
 import random
 from dataclasses import asdict, dataclass
 
-from sqlalchemy import Connection, select
-
-from . import db
-from . import hotsql as hot
+from . import store
 from .errors import InvalidArgument
+from .store import Connection
 
 OPERATIONS = (
     "*",
@@ -73,9 +71,6 @@ def parse_rules(raw: object) -> list[ChaosRule]:
     return rules
 
 
-_RULES = select(db.meta.c.value).where(db.meta.c.name == "chaos")
-
-
 @dataclass(frozen=True)
 class Effect:
     status: int = 0
@@ -91,13 +86,11 @@ class Chaos:
         self._cache: tuple[str, list[ChaosRule]] = ("[]", [])
 
     def store(self, conn: Connection, rules: list[ChaosRule]) -> None:
-        with db.transaction(conn):
-            db.put(conn, db.meta, {"name": "chaos",
-                                   "value": json.dumps([asdict(r) for r in rules])})
+        with store.transaction(conn):
+            store.chaos.put(conn, json.dumps([asdict(r) for r in rules]))
 
     def rules(self, conn: Connection) -> list[ChaosRule]:
-        found = hot.first(conn, _RULES, {})
-        raw = (found or {}).get("value") or "[]"
+        raw = store.chaos.rules(conn) or "[]"
         cache = self._cache
         if raw != cache[0]:  # parse only when the rules changed
             cache = self._cache = (raw, [ChaosRule(**r) for r in json.loads(raw)])
@@ -115,13 +108,12 @@ class Chaos:
 
     def _spend(self, conn: Connection, index: int) -> bool:
         """Use one of a counted rule's firings, in a transaction shared by every worker."""
-        with db.transaction(conn):
+        with store.transaction(conn):
             # Locked: two nodes spending the last firing at once must not both fire.
-            raw = conn.execute(_RULES.with_for_update()).scalar()
+            raw = store.chaos.locked(conn)
             rules = json.loads(raw) if raw else []
             if index >= len(rules) or not rules[index].get("times"):
                 return False
             rules[index]["times"] -= 1
-            conn.execute(db.meta.update().where(db.meta.c.name == "chaos")
-                         .values(value=json.dumps(rules)))
+            store.chaos.rewrite(conn, json.dumps(rules))
         return True

@@ -244,9 +244,9 @@ def _database_shown(settings: Settings) -> str:
     """The metadata database as a log line may show it: never with its password."""
     if settings.database is None:
         return "in the data dir (SQLite)"
-    from sqlalchemy.engine import make_url
+    from . import store  # loaded already by the Backend `serve` made
 
-    return make_url(settings.database).render_as_string(hide_password=True)
+    return store.shown_url(settings.database)
 
 
 def exposure(host: str, settings: Settings, open_admin: bool) -> Settings:

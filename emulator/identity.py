@@ -12,16 +12,12 @@ from __future__ import annotations
 import io
 import secrets
 
-from sqlalchemy import bindparam, select
-
-from . import db
+from . import store
 from .backend import Backend
 from .storage import ObjectMissing
 
 #: Outside every artifact's keys: an artifact's first part starts with a letter or digit.
 MARKER_KEY = ".o41-storage-id"
-_NAME = "storage_id"
-_RECORDED = select(db.meta.c.value).where(db.meta.c.name == bindparam("name"))
 
 
 class ForeignStorage(RuntimeError):
@@ -43,13 +39,13 @@ def check_storage_identity(backend: Backend, buckets: list[str]) -> None:
     A bucket without the marker (a location added since) gets it when another bucket of the
     same storage proves it is the database's."""
     conn = backend.conn()
-    with db.transaction(conn):
-        db.serialise_starts(conn)
-        recorded = conn.execute(_RECORDED, {"name": _NAME}).scalar()
+    with store.transaction(conn):
+        store.nodes.serialise_starts(conn)
+        recorded = store.meta.storage_identity(conn)
         found = {b: _marker(backend, b) for b in buckets}
         if recorded is None:
             recorded = next((m for m in found.values() if m), None) or secrets.token_hex(16)
-            db.insert_ignore(conn, db.meta, [{"name": _NAME, "value": recorded}])
+            store.meta.record_storage_identity(conn, recorded)
         elif recorded not in found.values():
             bucket = buckets[0]
             raise ForeignStorage(

@@ -1,8 +1,9 @@
 """API keys and their scopes (AUTH-1..3).
 
 Keys are stored as SHA-256 digests and looked up by digest, so the comparison never touches
-the secret byte by byte and the database never holds a key in the clear. This module holds
-no SQL (the settings read scopes with it before any database is loaded): `keystore` does.
+the secret byte by byte and the database never holds a key in the clear. This module loads
+no database (the settings read scopes with it before any is loaded): `keystore` looks keys
+up, through `store.keys`.
 """
 
 from __future__ import annotations

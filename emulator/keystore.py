@@ -1,19 +1,14 @@
-"""API keys as rows of the metadata store (AUTH-1..3): looked up by digest, shared by every
-node on one database, so a key stored through one node works on all of them."""
+"""API keys as the metadata store holds them (AUTH-1..3): looked up by digest, shared by
+every node on one database, so a key stored through one node works on all of them. What a
+key may do, and which keys a change may touch, is decided here; the rows are
+`store.keys`'s."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, bindparam, select
-
-from . import db
-from . import hotsql as hot
 from .errors import Unauthenticated
 from .keys import Principal, digest
-
-_SCOPES = (select(db.api_keys.c.prefix, db.api_keys.c.access)
-           .where(db.api_keys.c.key_hash == bindparam("h"))
-           .order_by(db.api_keys.c.prefix, db.api_keys.c.access))
-_ORIGIN = select(db.api_keys.c.origin).where(db.api_keys.c.key_hash == bindparam("h")).limit(1)
+from .store import Connection
+from .store import keys as rows_of
 
 
 def authenticate(conn: Connection, header: str | None) -> Principal:
@@ -24,7 +19,7 @@ def authenticate(conn: Connection, header: str | None) -> Principal:
     key = key.strip()
     if scheme.lower() != "bearer" or not key:
         raise Unauthenticated("Authorization header must be 'Bearer <key>'")
-    rows = hot.rows(conn, _SCOPES, {"h": digest(key)})
+    rows = rows_of.scopes(conn, digest(key))
     if not rows:
         raise Unauthenticated("unknown API key")
     return Principal(tuple((r["prefix"], r["access"]) for r in rows))
@@ -32,7 +27,7 @@ def authenticate(conn: Connection, header: str | None) -> Principal:
 
 def scopes_of(conn: Connection, key: str) -> tuple[tuple[str, str], ...] | None:
     """The scopes an existing key has, or None when no such key exists."""
-    rows = conn.execute(_SCOPES, {"h": digest(key)}).all()
+    rows = rows_of.scopes_of(conn, digest(key))
     return tuple((prefix, access) for prefix, access in rows) or None
 
 
@@ -42,21 +37,19 @@ def store(conn: Connection, key: str, scopes: tuple[tuple[str, str], ...],
     keeps its last access, and a node storing the same key at once waits, then skips.
     A config key stays one when its scopes are changed through the endpoint."""
     h = digest(key)
-    was = conn.execute(_ORIGIN, {"h": h}).scalar()
-    conn.execute(db.api_keys.delete().where(db.api_keys.c.key_hash == h))
+    was = rows_of.origin(conn, h)
+    rows_of.drop(conn, h)
     last = dict(scopes)
     origin = "config" if was == "config" else origin
-    db.insert_ignore(conn, db.api_keys, [{"key_hash": h, "prefix": p, "access": a,
-                                          "origin": origin} for p, a in last.items()])
+    rows_of.add(conn, [{"key_hash": h, "prefix": p, "access": a, "origin": origin}
+                       for p, a in last.items()])
 
 
 def revoke(conn: Connection, key: str) -> str | None:
     """Remove a minted key (call inside a transaction); its origin, None if unknown. A
     config key stays: the config is its truth."""
     h = digest(key)
-    origin = conn.execute(_ORIGIN, {"h": h}).scalar()
+    origin = rows_of.origin(conn, h)
     if origin == "minted":
-        conn.execute(db.api_keys.delete().where(db.api_keys.c.key_hash == h))
+        rows_of.drop(conn, h)
     return origin
-
-

@@ -16,21 +16,14 @@ import json
 import socket
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, bindparam, select
-
-from . import db, keystore
+from . import keystore, store
 from .config import DEFAULT_KEY, KeySpec, Settings
 from .keys import digest
+from .store import Connection
 
 #: A node whose requests stopped this long ago counts as gone (a heartbeat every `BEAT`).
 LIVE_FOR = 60.0
 BEAT = 5.0
-N = db.nodes
-_OTHERS = select(N.c.node_id, N.c["keys"], N.c.summary, N.c.seen_at).where(
-    N.c.node_id != bindparam("me"), N.c.seen_at > bindparam("since"))
-_BEAT = N.update().where(N.c.node_id == bindparam("me")).values(seen_at=bindparam("now"))
-_FORGET = N.delete().where(N.c.node_id == bindparam("me"))
-_CONFIG_KEYS = db.api_keys.delete().where(db.api_keys.c.origin == "config")
 
 
 class DisagreeingNodes(RuntimeError):
@@ -61,9 +54,9 @@ def register(conn: Connection, settings: Settings, now: float) -> None:
     node and replace the config keys with this config's."""
     me = node_id(settings)
     fingerprint, shown = described(settings.keys)
-    with db.transaction(conn):
-        db.serialise_starts(conn)
-        for other in conn.execute(_OTHERS, {"me": me, "since": now - LIVE_FOR}).mappings():
+    with store.transaction(conn):
+        store.nodes.serialise_starts(conn)
+        for other in store.nodes.others_seen_since(conn, me, now - LIVE_FOR):
             if other["keys"] != fingerprint:
                 theirs = set(json.loads(other["summary"]))
                 only_here = sorted(set(shown) - theirs) or ["nothing"]
@@ -73,17 +66,16 @@ def register(conn: Connection, settings: Settings, now: float) -> None:
                     f"has other keys: this node adds {'; '.join(only_here)} and lacks "
                     f"{'; '.join(only_there)}. Nodes sharing a database need the same keys "
                     "and default_key setting")
-        db.put(conn, N, {"node_id": me, "keys": fingerprint, "summary": json.dumps(shown),
-                         "seen_at": now})
-        conn.execute(_CONFIG_KEYS)
+        store.nodes.record(conn, me, fingerprint, json.dumps(shown), now)
+        store.keys.drop_config_keys(conn)
         for spec in settings.keys:
             keystore.store(conn, spec.key, spec.scopes, origin="config")
 
 
 def beat(conn: Connection, settings: Settings, now: float) -> None:
-    conn.execute(_BEAT, {"me": node_id(settings), "now": now})
+    store.nodes.beat(conn, node_id(settings), now)
 
 
 def forget(conn: Connection, settings: Settings) -> None:
     """A node that stopped: the others may now change the keys without waiting."""
-    conn.execute(_FORGET, {"me": node_id(settings)})
+    store.nodes.forget(conn, node_id(settings))

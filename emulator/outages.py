@@ -7,18 +7,14 @@ repeat: the reply says so with 503 `unavailable` and `Retry-After`.
 
 from __future__ import annotations
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, PendingRollbackError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
-
+from . import store
 from .errors import Unavailable
 
 
 def as_unavailable(exc: BaseException) -> Unavailable | None:
     """The 503 for an error of reaching or waiting on the database; None for any other
     error (a statement's own bug stays a 500)."""
-    transient = isinstance(exc, (PendingRollbackError, PoolTimeout, OperationalError,
-                                 InterfaceError))
-    if not transient and not (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+    if not store.unreachable(exc):
         return None
     err = Unavailable("the metadata database is unavailable for a moment; nothing was "
                       "changed, try again")

@@ -3,9 +3,7 @@ start, and what the `/_emulator/` endpoints read and change (health, keys, state
 
 from __future__ import annotations
 
-from sqlalchemy.exc import DBAPIError
-
-from . import db, keys, keystore, nodes, store
+from . import keys, keystore, nodes, store
 from .backend import Backend
 from .config import Settings
 from .errors import Forbidden, InvalidArgument, NotFound
@@ -31,11 +29,11 @@ def prepare_storage(backend: Backend) -> None:
 def forget_node(settings: Settings) -> None:
     """A stopped `serve` leaves its node's record, so the others may change keys at once.
     Best effort: a database gone by now has nothing to forget."""
-    engine = db.engine_for(settings.database_url, settings.db_lock_timeout)
+    engine = store.engine_for(settings.database_url, settings.db_lock_timeout)
     try:
         with engine.connect() as conn:
             nodes.forget(conn, settings)
-    except DBAPIError:
+    except store.DatabaseError:
         pass
     finally:
         engine.dispose()
@@ -46,7 +44,7 @@ def revoke_key(backend: Backend, key: object) -> dict:
     if not isinstance(key, str) or not key:
         raise InvalidArgument("key must be the key to revoke")
     conn = backend.conn()
-    with db.transaction(conn):
+    with store.transaction(conn):
         origin = keystore.revoke(conn, key)
     if origin is None:
         raise NotFound("no such key")
@@ -62,7 +60,7 @@ def reset(backend: Backend) -> dict:
     deployment's in a shared bucket. Nodes sharing one metadata database are one emulator,
     so a reset through any of them resets them all."""
     known = every_upload_prefix(backend)
-    db.wipe(backend.conn())
+    store.reset.wipe(backend.conn())
     for bucket, prefix in known:
         backend.storage.delete_prefix(bucket, prefix)
     return {"reset": True, "uploads_deleted": len(known)}
@@ -85,7 +83,7 @@ def add_key(backend: Backend, key: object, scopes: object) -> dict:
         raise InvalidArgument("key must be a string starting with 'ak_'")
     parsed = keys.parse_scopes(scopes)
     conn = backend.conn()
-    with db.transaction(conn):
+    with store.transaction(conn):
         existing = keystore.scopes_of(conn, key)
         stored = tuple(sorted(dict(parsed).items()))  # one access per prefix, last wins
         if existing not in (None, stored) and not backend.settings.admin_key:
