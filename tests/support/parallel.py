@@ -1,28 +1,31 @@
-"""The tiers run on several processes (pytest-xdist), a file to a process.
+"""The fast tier runs on several processes (pytest-xdist), a file to a process.
 
 Half of the fast tier's wall time is waiting: for served emulators and trainers to start,
 for subprocesses, for retries and read timeouts that the tests pin down. Two processes on
-two cores fill that time with another file's tests. A run of the tiers as a newcomer types
-it (``pytest``, ``pytest -m slow``, ``pytest -m s3``: the configured test paths) is spread
-over ``O41_TEST_PROCESSES`` processes (default: one per core, at most 2, the size of every
+two cores fill that time with another file's tests. The fast tier as a newcomer types it
+(``pytest``, ``pytest -m s3``: the configured test paths, no slow test) is spread over
+``O41_TEST_PROCESSES`` processes (default: one per core, at most 2, the size of every
 machine the project runs on); ``-n N`` on the command line decides instead, ``-n 0`` runs
-in this process. A run that names files or directories stays in one process unless it says
-``-n``: a test being debugged runs as it always did.
+in this process. The slow tier stays in one process: its trainers, mutant tables and
+stress runs each keep both cores busy, and share them badly. A run that names files or
+directories stays in one process unless it says ``-n``: a test being debugged runs as it
+always did.
 
-What is sent to a process together (xdist's ``loadgroup``, a group per file): every test of
-one file, so a module's fixtures are set up once and its tests run in their order; and
-every example of README.md and docs/*.md in one group, since they share one emulator on the
-docs' port (8041) and each document's examples build on each other.
+What is sent to a process together: every test of one file, so a module's fixtures are set
+up once and its tests run in their order (xdist's ``loadfile``); and every example of
+README.md and docs/*.md, since they share one emulator on the docs' port (8041) and each
+document's examples build on each other.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
 ENV_PROCESSES = "O41_TEST_PROCESSES"
-DOCS_GROUP = "docs-on-port-8041"
+DOCS = "docs-on-port-8041"  # the one unit of work of every documentation example
 
 
 def processes() -> int:
@@ -34,14 +37,14 @@ def processes() -> int:
         except ValueError:
             raise pytest.UsageError(f"{ENV_PROCESSES}={given!r}: give a number of processes "
                                     "(0 runs the tests in pytest's own process)") from None
-    return min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else os.cpu_count() or 1)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(2, cores or 1)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """Spread a tier run over processes before xdist reads its options (it does so in its
-    own ``pytest_cmdline_main``, which runs after this one)."""
+    """Spread a fast-tier run over processes before xdist reads its options (it does so in
+    its own ``pytest_cmdline_main``, which runs after this one)."""
     option = config.option
     if (
         not config.pluginmanager.hasplugin("xdist")
@@ -50,22 +53,26 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         or config.args_source != pytest.Config.ArgsSource.TESTPATHS
         or option.collectonly
         or option.usepdb
+        or option.runslow
+        or re.search(r"\bslow\b", option.markexpr or "")
     ):
         return
     n = processes()
     if n > 1:
         option.numprocesses = n
-        option.dist = "loadgroup"
+        option.dist = "loadfile"
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Name each test's group (its file, or the docs' group) before xdist's worker reads
-    the groups; without ``loadgroup`` the marks change nothing."""
-    if config.getoption("dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        doc = getattr(item, "example", None) is not None
-        item.add_marker(pytest.mark.xdist_group(DOCS_GROUP if doc else item.nodeid.split("::")[0]))
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 - xdist's types
+    """By file, with every documentation example in one unit (see the module's docstring)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByFileDocsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return DOCS if path.endswith(".md") else path
+
+    return ByFileDocsTogether(config, log)
