@@ -73,6 +73,11 @@ def test_deleting_older_versions_takes_them_out_of_read_and_list_at_once(
     state = expect_ok(o41_api.artifact(box.artifact), "VER-7.a", "artifacts/read")
     check_equal((state.get("latest"), state.get("versions")), (V[3], 2), "VER-7.a",
                 "latest and count after the first delete")
+    # Latest is still the highest step, however it is asked for, while two versions remain.
+    for version in ("latest", None):
+        read = expect_ok(o41_api.read(box.artifact, version), "READ-1.a", "read latest")
+        check_equal(read.get("version"), V[3], "READ-1.a",
+                    f"read of version={version} after deleting {V[1]}")
     fork = o41_env.artifact("delete-fork")
     expect_error(o41_api.open(fork, f"o41://{box.artifact}/{V[1]}", None, "box-f"), 404,
                  "not_found", "VER-7.a", "a fork from the deleted version")

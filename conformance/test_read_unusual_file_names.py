@@ -1,0 +1,62 @@
+"""File names the grammar allows but URLs make awkward (VER-1, READ-2.a): a space, letters
+outside ASCII, and characters that mean something in a URL (``%``, ``+``, ``?``, ``#``,
+``&``, ``=``, ``;``). Each is a relative path without ``.``, ``..`` or empty segments, so it
+is written, PUT through its URL (declared or streamed), read back under its own name, and
+its read URL downloads its own bytes, whole and in a range."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.actions import expect_ok, make_files, open_box, sha256
+from conformance.client import Client
+from conformance.env import Env
+from conformance.rules import check, check_equal
+from conformance.uploads import declared, expect_put_answer, streamed, urls_of
+
+NAMES = {
+    "my model.bin": 120,
+    "données/état.bin": 90,
+    "50%25 done.bin": 70,
+    "a+b=c&d;e.bin": 60,
+    "what?.bin": 50,
+    "hash#tag/x.bin": 40,
+}
+
+
+@pytest.mark.rule("READ-2.a", "VER-1.b")
+def test_file_names_with_spaces_non_ascii_or_url_characters_read_back_through_their_urls(
+    o41_env: Env, o41_api: Client
+) -> None:
+    box = open_box(o41_api, o41_env.artifact("odd-names"), "box-a")
+    files = make_files(NAMES, 140)
+    names = sorted(files)
+    half = set(names[::2])  # every other name declared, the rest streamed (VER-6)
+    specs = declared({n: files[n] for n in half}) + streamed([n for n in names
+                                                              if n not in half])
+    reply = o41_api.write(box.artifact, box.token, "step-00000001", specs)
+    urls = urls_of(reply, "VER-1.b", "write of the unusual names")
+    check_equal(sorted(urls), names, "VER-1.b", "the write's URLs are of the names written")
+    for name in names:
+        put = o41_api.put(urls[name], files[name])
+        if name in half:
+            check(put.ok, "READ-2.a", f"PUT of {name!r} got {put.brief()}")
+        else:
+            expect_put_answer(put, name, files[name], "VER-6.a", f"PUT of {name!r}")
+    listed = [{"name": n, "size": len(files[n]), "sha256": sha256(files[n])} for n in names
+              if n not in half]
+    expect_ok(o41_api.commit(box.artifact, box.token, str(reply.body["upload"]), listed),
+              "VER-1.b", "commit of the unusual names")
+    body = expect_ok(o41_api.read(box.artifact, "step-00000001", urls=True), "READ-2.a",
+                     "read with URLs")
+    got = {f.get("name"): (f.get("size"), f.get("sha256")) for f in body.get("files") or []}
+    check_equal(got, {n: (len(d), sha256(d)) for n, d in files.items()}, "READ-2.a",
+                "the files read back")
+    for f in body["files"]:
+        name, data = f["name"], files[f["name"]]
+        res = o41_api.fetch(f["url"])
+        check_equal((res.status, res.content == data), (200, True), "READ-2.a",
+                    f"plain GET of {name!r}")
+        part = o41_api.fetch(f["url"], byte_range=(5, 14))
+        check_equal((part.status, part.content), (206, data[5:15]), "READ-3.a",
+                    f"GET Range bytes=5-14 of {name!r}")
