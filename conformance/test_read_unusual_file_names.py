@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import expect_ok, make_files, open_box, sha256
+from conformance.actions import commit_ok, expect_ok, make_files, open_box, sha256
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check, check_equal
@@ -60,3 +60,30 @@ def test_file_names_with_spaces_non_ascii_or_url_characters_read_back_through_th
         part = o41_api.fetch(f["url"], byte_range=(5, 14))
         check_equal((part.status, part.content), (206, data[5:15]), "READ-3.a",
                     f"GET Range bytes=5-14 of {name!r}")
+
+
+@pytest.mark.rule("READ-4.e", "READ-2.a")
+def test_a_read_url_serves_every_load_until_it_expires_not_only_the_first(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A URL works until the expiry its reply claims: a box that loads a checkpoint twice
+    (a retry, or two processes of one job) gets the bytes each time, whole, ranged and by
+    HEAD in any order, from a read and from a relaunch's resume_from."""
+    box = open_box(o41_api, o41_env.artifact("url-reused"), "box-a")
+    files = make_files({"m.bin": 300, "opt/s.bin": 40}, 150)
+    commit_ok(o41_api, box, "step-00000001", files, "READ-2.a")
+    read = expect_ok(o41_api.read(box.artifact, "latest", urls=True), "READ-2.a", "read")
+    resumed = expect_ok(o41_api.open(box.artifact, "latest", None, "box-b"), "READ-2.a",
+                        "relaunch")["resume_from"]
+    for where, version in (("read", read), ("resume_from", resumed)):
+        for f in version["files"]:
+            data = files[f["name"]]
+            for turn in range(3):
+                res = o41_api.fetch(f["url"])
+                check_equal((res.status, res.content == data), (200, True), "READ-4.e",
+                            f"plain GET {turn + 1} of {f['name']} from the {where}")
+                check_equal(o41_api.fetch(f["url"], method="HEAD").status, 200, "READ-4.e",
+                            f"HEAD {turn + 1} of {f['name']} from the {where}")
+                part = o41_api.fetch(f["url"], byte_range=(turn, turn + 9))
+                check_equal((part.status, part.content), (206, data[turn:turn + 10]),
+                            "READ-4.e", f"ranged GET {turn + 1} of {f['name']} from the {where}")

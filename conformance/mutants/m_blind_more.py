@@ -1,0 +1,149 @@
+"""More mutants written from the contract alone: a version name read with Python's ``int``
+(underscores and a space between the digits), a shorter later PUT that keeps the earlier
+body's tail, a refused joining write that empties the file it repeats, a commit list entry
+without its sha256 filled in, and a chunked PUT longer than declared cut and taken."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant, ok_or
+from conformance.mutants.m_streamed import StreamBook
+from conformance.mutants.m_versions import LenientVersionName
+from conformance.mutants.tracking import Tracked, body_of
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@mutant
+class IntParsedVersionName(LenientVersionName):
+    """The digits are checked with ``int()``: ``step-0000_001`` and ``step- 0000001`` (13
+    characters, an int to Python) are taken as step 1."""
+
+    name = "ver-name-with-an-underscore-or-space-among-the-digits-accepted"
+    clause = "VER-1.a"
+    summary = "step-0000_001 or step- 0000001 is accepted as step-00000001"
+
+    def fix(self, version: str) -> str | None:
+        digits = version[5:]
+        if not version.startswith("step-") or len(digits) != 8 \
+                or not any(c in digits for c in "_ "):
+            return None
+        try:
+            step = int(digits)
+        except ValueError:
+            return None
+        return f"step-{step:08d}" if step >= 0 else None
+
+
+@mutant
+class ShorterPutKeepsTheTail(StreamBook):
+    """A later PUT of a streamed file overwrites the stored bytes in place without cutting
+    them: when it is shorter, the earlier body's tail stays after it. The PUT answers what
+    it received, so the writer's commit list no longer matches the file."""
+
+    name = "ver-shorter-later-put-keeps-the-earlier-bodys-tail"
+    clause = "VER-6.b"
+    summary = "a shorter second PUT of a streamed file leaves the first body's tail stored"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        found = self.streamed_put(request)
+        if found is None:
+            return None
+        with self.lock:
+            stored = self.state.setdefault("stored", {})
+            old = stored.get(request.path, b"")
+            kept = request.body + old[len(request.body):]
+            stored[request.path] = kept
+        if kept == request.body:
+            return None
+        got = upstream.send(Request("PUT", request.path, request.query, request.headers, kept))
+        if not got.ok:
+            return got
+        answer = {"name": found[1], "size": len(request.body), "sha256": _sha(request.body)}
+        return Response(200, (("Content-Type", "application/json"),)).with_json(answer)
+
+
+@mutant
+class RefusedJoinEmptiesTheRepeatedFile(Tracked):
+    """A joining write that repeats a file of the upload is refused 400, but the repeated
+    file was declared afresh before the check: its bytes are gone."""
+
+    name = "ver-write-refused-for-a-repeated-name-empties-that-file"
+    clause = "VER-5.b"
+    summary = "a joining write refused for a repeated name drops the bytes PUT to that file"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        if request.kind == "data" and request.method == "PUT":
+            with self.lock:
+                self.state.setdefault("put", {})[request.path] = request
+        return None
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = body_of(request)
+        if request.endpoint != "versions/write" or body.get("upload") is None \
+                or error_code(response) != "invalid_argument":
+            return response
+        with self.lock:
+            up = self.t.uploads.get(str(body.get("upload")))
+            puts = dict(self.state.get("put", {}))
+        if up is None:
+            return response
+        again = {f.get("name") for f in body.get("files") or [] if isinstance(f, dict)}
+        for path, name in list(up.paths.items()):
+            if name in again and path in puts:
+                sent = puts[path]
+                upstream.send(Request("PUT", sent.path, sent.query, (), b""))
+        return response
+
+
+@mutant
+class ListEntryWithoutHashFilledIn(StreamBook):
+    """A commit list entry that gives a streamed file's name and size but no sha256 is
+    completed with the sha256 the file received."""
+
+    name = "ver-commit-list-entry-without-sha256-filled-in"
+    clause = "VER-6.c"
+    summary = "a commit listing a streamed file without sha256 takes the received one"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint != "versions/commit" or response.ok:
+            return response
+        up = self.upload_of(request)
+        body = body_of(request)
+        listed: list[Any] = list(body.get("files") or []) if isinstance(body.get("files"),
+                                                                         list) else []
+        if up is None or not any(isinstance(f, dict) and "sha256" not in f for f in listed):
+            return response
+        truth = {f["name"]: f for f in self.received(up)}
+        fixed = [truth.get(f.get("name"), f) if isinstance(f, dict) and "sha256" not in f
+                 and truth.get(f.get("name"), {}).get("size") == f.get("size") else f
+                 for f in listed]
+        return ok_or(upstream, request.with_json({**body, "files": fixed}), response)
+
+
+@mutant
+class ChunkedLongPutCut(Tracked):
+    """A PUT of a declared file is checked against ``Content-Length``; a chunked body is
+    read up to the declared size and the rest dropped: it answers 200."""
+
+    name = "ver-chunked-put-longer-than-declared-cut-and-taken"
+    clause = "VER-4.e"
+    summary = "a chunked PUT longer than the file's declared size stores its prefix, 200"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | None:
+        chunked = "chunked" in (request.header("Transfer-Encoding") or "").lower()
+        if request.kind != "data" or request.method != "PUT" or not chunked:
+            return None
+        with self.lock:
+            up = self.t.uploads.get(self.t.paths.get(request.path) or "")
+        name = up.paths.get(request.path) if up else None
+        spec = next((f for f in (up.write.get("files") or []) if isinstance(f, dict)
+                     and f.get("name") == name), None) if up else None
+        size = spec.get("size") if isinstance(spec, dict) else None
+        if not isinstance(size, int) or len(request.body) <= size:
+            return None
+        return Request("PUT", request.path, request.query, (), request.body[:size])

@@ -1,0 +1,94 @@
+"""A write that joins an upload (VER-5) is a write like any other: its file names are
+checked (VER-1.b), a name declared with a size and again by name alone is twice (VER-1.c),
+and each refusal leaves the upload as it was; the version it makes has the size of every
+file of every write (API-1.b)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.actions import (
+    expect_error,
+    expect_ok,
+    expect_unchanged,
+    make_files,
+    open_box,
+    sha256,
+    snapshot,
+)
+from conformance.client import Client
+from conformance.env import Env
+from conformance.rules import check_equal
+from conformance.uploads import declared, expect_version_files, put_files, streamed, urls_of
+
+V1 = "step-00000001"
+BAD_NAMES = ["../x.bin", "a/../x.bin", "./x.bin", "a//x.bin", "/x.bin", "a/x.bin/", "a/./x"]
+
+
+@pytest.mark.rule("VER-1.b", "VER-5.b")
+def test_a_joining_write_with_an_unsafe_file_name_is_invalid_and_the_upload_unchanged(
+    o41_env: Env, o41_api: Client
+) -> None:
+    box = open_box(o41_api, o41_env.artifact("join-names"), "box-a")
+    first = make_files({"rank0/m.bin": 64}, 160)
+    reply = o41_api.write(box.artifact, box.token, V1, declared(first))
+    put_files(o41_api, urls_of(reply, "VER-5.a", "first write"), first, "VER-5.a",
+              "first write")
+    upload = str(reply.body["upload"])
+    before = snapshot(o41_api, box.artifact)
+    for bad in BAD_NAMES:
+        for how, spec in (("declared", {"name": bad, "size": 1, "sha256": sha256(b"x")}),
+                          ("streamed", {"name": bad})):
+            expect_error(o41_api.write(box.artifact, box.token, V1, [spec], upload), 400,
+                         "invalid_argument", "VER-1.b", f"joining write of {how} {bad!r}")
+            expect_unchanged(o41_api, box.artifact, before, "VER-1.b",
+                             f"joining write of {how} {bad!r}")
+    expect_ok(o41_api.commit(box.artifact, box.token, upload), "VER-5.b",
+              "commit of the upload after the refused joins")
+    expect_version_files(o41_api, box.artifact, V1, first, "VER-5.b", "the version")
+
+
+@pytest.mark.rule("VER-1.b", "VER-1.c")
+def test_a_name_declared_with_a_size_and_by_name_alone_is_twice(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """In one write, and in a streamed file's write with an unsafe name: both 400."""
+    box = open_box(o41_api, o41_env.artifact("sized-streamed"), "box-a")
+    data = b"twice"
+    sized = {"name": "m.bin", "size": len(data), "sha256": sha256(data)}
+    before = snapshot(o41_api, box.artifact)
+    for what, specs in (("sized then streamed", [sized, {"name": "m.bin"}]),
+                        ("streamed then sized", [{"name": "m.bin"}, sized])):
+        expect_error(o41_api.write(box.artifact, box.token, V1, specs), 400,
+                     "invalid_argument", "VER-1.c", f"a write of m.bin {what}")
+        expect_unchanged(o41_api, box.artifact, before, "VER-1.c", f"a write of m.bin {what}")
+    for bad in BAD_NAMES:
+        expect_error(o41_api.write(box.artifact, box.token, V1, streamed([bad])), 400,
+                     "invalid_argument", "VER-1.b", f"a write streaming {bad!r}")
+    expect_unchanged(o41_api, box.artifact, before, "VER-1.b", "the refused writes")
+
+
+@pytest.mark.rule("VER-5.a", "API-1.b")
+def test_a_version_of_several_writes_has_the_size_of_all_their_files(
+    o41_env: Env, o41_api: Client
+) -> None:
+    box = open_box(o41_api, o41_env.artifact("join-size"), "box-a")
+    parts = [make_files({f"rank{r}/m.bin": 100 * (r + 1)}, 170 + r) for r in range(3)]
+    reply = o41_api.write(box.artifact, box.token, V1, declared(parts[0]))
+    put_files(o41_api, urls_of(reply, "VER-5.a", "first write"), parts[0], "VER-5.a",
+              "first write")
+    upload = str(reply.body["upload"])
+    for part in parts[1:]:
+        joined = o41_api.write(box.artifact, box.token, V1, declared(part), upload)
+        put_files(o41_api, urls_of(joined, "VER-5.a", "joining write"), part, "VER-5.a",
+                  "joining write")
+    total = sum(len(d) for p in parts for d in p.values())
+    made = expect_ok(o41_api.commit(box.artifact, box.token, upload), "VER-5.a", "commit")
+    check_equal(made.get("size"), total, "API-1.b", "the commit's Version size")
+    for what, body in (
+        ("read", expect_ok(o41_api.read(box.artifact, V1), "VER-5.a", "read")),
+        ("list", expect_ok(o41_api.list(box.artifact), "VER-5.a", "list")["versions"][0]),
+        ("resume_from", expect_ok(o41_api.open(box.artifact, "latest", None, "box-b"),
+                                  "VER-5.a", "relaunch")["resume_from"]),
+    ):
+        check_equal(body.get("size"), total, "API-1.b", f"the size of the version in {what}")
