@@ -147,3 +147,28 @@ class ChunkedLongPutCut(Tracked):
         if not isinstance(size, int) or len(request.body) <= size:
             return None
         return Request("PUT", request.path, request.query, (), request.body[:size])
+
+
+@mutant
+class IncompleteCommitDropsTheUpload(Tracked):
+    """A commit refused 409 ``incomplete`` for a declared file not yet PUT discards the
+    upload: once the file arrives, the next commit is 404."""
+
+    name = "ver-upload-refused-as-incomplete-is-dropped"
+    clause = "VER-4.a"
+    summary = "after a commit refused for a missing declared file, the upload's commit is 404"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        if request.endpoint != "versions/commit":
+            return None
+        with self.lock:
+            dropped = body_of(request).get("upload") in self.state.get("dropped", set())
+        return Response.error(404, "not_found", "no such upload") if dropped else None
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = body_of(request)
+        if request.endpoint == "versions/commit" and error_code(response) == "incomplete" \
+                and not body.get("files"):
+            with self.lock:
+                self.state.setdefault("dropped", set()).add(body.get("upload"))
+        return response
