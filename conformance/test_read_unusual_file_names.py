@@ -87,3 +87,32 @@ def test_a_read_url_serves_every_load_until_it_expires_not_only_the_first(
                 part = o41_api.fetch(f["url"], byte_range=(turn, turn + 9))
                 check_equal((part.status, part.content), (206, data[turn:turn + 10]),
                             "READ-4.e", f"ranged GET {turn + 1} of {f['name']} from the {where}")
+
+
+@pytest.mark.rule("VER-2.b", "READ-2.a")
+def test_a_put_to_a_read_url_never_changes_the_committed_file(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A read URL is for reading: a PUT to it (from a read or a resume_from), whatever it
+    answers, leaves the committed bytes as they were, through that URL and a fresh one."""
+    box = open_box(o41_api, o41_env.artifact("put-on-read-url"), "box-a")
+    files = make_files({"m.bin": 200, "d/n.bin": 50}, 155)
+    commit_ok(o41_api, box, "step-00000001", files, "VER-2.b")
+    read = expect_ok(o41_api.read(box.artifact, "step-00000001", urls=True), "READ-2.a", "read")
+    resumed = expect_ok(o41_api.open(box.artifact, "latest", None, "box-b"), "READ-2.a",
+                        "relaunch")["resume_from"]
+    for where, version in (("read", read), ("resume_from", resumed)):
+        for f in version["files"]:
+            forged = bytes(len(files[f["name"]]))  # same length, other bytes
+            o41_api.put(f["url"], forged)
+            got = o41_api.fetch(f["url"])
+            check_equal((got.status, got.content == files[f["name"]]), (200, True), "VER-2.b",
+                        f"GET of {f['name']} after a PUT to its {where} URL")
+    fresh = expect_ok(o41_api.read(box.artifact, "step-00000001", urls=True), "VER-2.b",
+                      "read after the PUTs")
+    check_equal({f["name"]: f["sha256"] for f in fresh["files"]},
+                {n: sha256(d) for n, d in files.items()}, "VER-2.b", "sha256 after the PUTs")
+    for f in fresh["files"]:
+        got = o41_api.fetch(f["url"])
+        check_equal(got.content == files[f["name"]], True, "VER-2.b",
+                    f"bytes of {f['name']} from a fresh URL after the PUTs")
