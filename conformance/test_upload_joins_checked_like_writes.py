@@ -1,6 +1,6 @@
 """A write that joins an upload (VER-5) is a write like any other: its file names are
 checked (VER-1.b), a name declared with a size and again by name alone is twice (VER-1.c),
-and each refusal leaves the upload as it was; the version it makes has the size of every
+a declared size over the limit is 413 (VER-4.e), and each refusal leaves the upload as it was; the version it makes has the size of every
 file of every write (API-1.b)."""
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ V1 = "step-00000001"
 BAD_NAMES = ["../x.bin", "a/../x.bin", "./x.bin", "a//x.bin", "/x.bin", "a/x.bin/", "a/./x"]
 
 
-@pytest.mark.rule("VER-1.b", "VER-5.b")
-def test_a_joining_write_with_an_unsafe_file_name_is_invalid_and_the_upload_unchanged(
+@pytest.mark.rule("VER-1.b", "VER-5.b", "VER-4.e")
+def test_a_joining_write_with_an_unsafe_file_name_or_a_size_over_the_limit_is_refused(
     o41_env: Env, o41_api: Client
 ) -> None:
     box = open_box(o41_api, o41_env.artifact("join-names"), "box-a")
@@ -43,6 +43,10 @@ def test_a_joining_write_with_an_unsafe_file_name_is_invalid_and_the_upload_unch
                          "invalid_argument", "VER-1.b", f"joining write of {how} {bad!r}")
             expect_unchanged(o41_api, box.artifact, before, "VER-1.b",
                              f"joining write of {how} {bad!r}")
+    huge = {"name": "huge.bin", "size": 10**16, "sha256": sha256(b"")}
+    expect_error(o41_api.write(box.artifact, box.token, V1, [huge], upload), 413,
+                 "payload_too_large", "VER-4.e", "joining write declaring 10 PB")
+    expect_unchanged(o41_api, box.artifact, before, "VER-4.e", "joining write declaring 10 PB")
     expect_ok(o41_api.commit(box.artifact, box.token, upload), "VER-5.b",
               "commit of the upload after the refused joins")
     expect_version_files(o41_api, box.artifact, V1, first, "VER-5.b", "the version")

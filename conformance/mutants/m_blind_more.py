@@ -172,3 +172,28 @@ class IncompleteCommitDropsTheUpload(Tracked):
             with self.lock:
                 self.state.setdefault("dropped", set()).add(body.get("upload"))
         return response
+
+
+@mutant
+class JoiningWriteSizeUnchecked(Tracked):
+    """A write that joins an upload skips the size limit: a declared size over it is
+    taken (the file's URL then takes what the upstream allows)."""
+
+    name = "ver-declared-size-over-the-limit-in-a-joining-write-accepted"
+    clause = "VER-4.e"
+    summary = "a write naming an upload accepts a declared size over the limit"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | None:
+        body = body_of(request)
+        files = body.get("files")
+        if request.endpoint != "versions/write" or body.get("upload") is None \
+                or not isinstance(files, list):
+            return None
+        with self.lock:
+            known = str(body.get("upload")) in self.t.uploads
+        big = [f for f in files if isinstance(f, dict) and isinstance(f.get("size"), int)
+               and f["size"] > 2**40]
+        if not known or not big:
+            return None
+        small = [{**f, "size": 1} if f in big else f for f in files]
+        return request.with_json({**body, "files": small})
