@@ -72,6 +72,12 @@ def test_a_commit_list_missing_short_or_wrong_is_incomplete_and_the_right_list_c
     expect_error(o41_api.commit(box.artifact, box.token, upload, right_ab), 409, "incomplete",
                  "VER-6.c", "commit without c once c is uploaded")
     right = [*right_ab, _entry("c.bin", c)]
+    # Every file is there now: only the declared file's listed values are wrong.
+    for what, entry in (("size", _entry("d.bin", d, size=len(d) + 1)),
+                        ("sha256", _entry("d.bin", d, sha256=sha256(a)))):
+        expect_error(o41_api.commit(box.artifact, box.token, upload, [*right, entry]), 409,
+                     "incomplete", "VER-6.c", f"complete upload, d listed with another {what}")
+        expect_invisible(o41_api, box.artifact, V1, "VER-6.c", f"d with another {what}")
     expect_ok(o41_api.commit(box.artifact, box.token, upload, right), "VER-6.c",
               "commit with the right list")
     expect_version_files(o41_api, box.artifact, V1, files, "VER-6.c", "the version")
