@@ -83,7 +83,7 @@ def test_a_version_only_being_uploaded_is_not_found_by_a_delete(
     check_equal(download(o41_api, body), files, "VER-7.d", f"the bytes of {V[4]}")
 
 
-@pytest.mark.rule("VER-7.a", "FORK-2.c")
+@pytest.mark.rule("VER-7.a", "FORK-2.b", "FORK-2.c")
 def test_a_delete_leaves_the_same_version_name_of_other_artifacts_and_forks(
     o41_env: Env, o41_api: Client
 ) -> None:
@@ -121,3 +121,10 @@ def test_a_delete_leaves_the_same_version_name_of_other_artifacts_and_forks(
     body = expect_ok(o41_api.read(a.artifact, V[1], urls=True), "FORK-2.c",
                      f"read of A's {V[1]}, the fork's source, after B's delete")
     check_equal(download(o41_api, body), mine[1], "FORK-2.c", f"the bytes of A's {V[1]}")
+    # The fork's source version deleted: the fork still says where it came from.
+    expect_ok(o41_api.delete(a.artifact, a.token, V[1]), "VER-7.a", f"delete of A's {V[1]}")
+    state = expect_ok(o41_api.artifact(b.artifact), "FORK-2.b", "artifacts/read of B")
+    check_equal(state.get("forked_from"), {"artifact": a.artifact, "version": V[1]}, "FORK-2.b",
+                "B's forked_from after its source version was deleted")
+    check_equal(_listed(o41_api, b.artifact, "VER-7.a"), [V[3]], "VER-7.a",
+                "B's list after its source version was deleted")

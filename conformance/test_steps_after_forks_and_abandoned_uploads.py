@@ -21,11 +21,16 @@ from conformance.rules import check_equal
 
 
 def _listed(api: Client, artifact: str, clause: str) -> list[str]:
+    """The listed versions; a list names no reader's place, so each row's route and
+    cross_cloud are null (XC-1.c)."""
     body = expect_ok(api.list(artifact), clause, f"list {artifact}")
-    return [v.get("version") for v in body.get("versions") or []]
+    rows = body.get("versions") or []
+    check_equal([(v.get("route"), v.get("cross_cloud")) for v in rows], [(None, None)] * len(rows),
+                "READ-1.c", f"route and cross_cloud of the versions listed of {artifact}")
+    return [v.get("version") for v in rows]
 
 
-@pytest.mark.rule("VER-3.a", "FORK-2.b")
+@pytest.mark.rule("VER-3.a", "FORK-2.b", "READ-1.a", "READ-1.c")
 def test_a_forks_first_version_may_have_a_step_below_the_source_version(
     o41_env: Env, o41_api: Client
 ) -> None:
@@ -34,6 +39,11 @@ def test_a_forks_first_version_may_have_a_step_below_the_source_version(
         commit_ok(o41_api, src, f"step-{step:08d}", make_files({"m": 20}, step), "VER-3.a")
     fork = open_box(o41_api, o41_env.artifact("fork-steps"), "box-f",
                     resume=f"o41://{src.artifact}/step-00000300", rule="FORK-2.a")
+    # The fork has no version of its own yet: its latest is nobody's, not the source's.
+    expect_error(o41_api.read(fork.artifact, "latest"), 404, "not_found", "READ-1.a",
+                 "read of latest of a fork with no version of its own")
+    check_equal(_listed(o41_api, fork.artifact, "READ-1.c"), [], "READ-1.c",
+                "list of a fork with no version of its own")
     commit_ok(o41_api, fork, "step-00000001", make_files({"m": 21}, 1), "VER-3.a")
     commit_ok(o41_api, fork, "step-00000200", make_files({"m": 22}, 2), "VER-3.a")
     reply = start_upload(o41_api, fork.artifact, fork.token, "step-00000150",

@@ -1,7 +1,7 @@
 """A write that joins an upload (VER-5) is a write like any other: its file names are
 checked (VER-1.b), a name declared with a size and again by name alone is twice (VER-1.c),
-a declared size over the limit is 413 (VER-4.e), and each refusal leaves the upload as it was; the version it makes has the size of every
-file of every write (API-1.b)."""
+a declared size over the limit is 413 (VER-4.e), and each refusal leaves the upload as it
+was; the version it makes has the size of every file of every write (API-1.b)."""
 
 from __future__ import annotations
 

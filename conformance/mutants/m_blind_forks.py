@@ -1,0 +1,83 @@
+"""Mutants of reads around forks and lists written from the contract alone: a fork's record
+of its source lost when the source version is deleted (a foreign key set to null), a fork
+with no version of its own read at latest as its source's version, and listed versions
+given a route as if read where they were written although a list has no reader's place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.tracking import Tracked, api_get, body_of, key_of
+
+
+@mutant
+class ForkedFromNulledByDelete(Tracked):
+    """``forked_from`` points at the source version's row: deleting that version sets it
+    to null (ON DELETE SET NULL)."""
+
+    name = "fork-forked-from-null-once-the-source-version-is-deleted"
+    clause = "FORK-2.b"
+    summary = "artifacts/read answers forked_from null after the source version's delete"
+
+    def observe(self, request: Request, response: Response) -> None:
+        super().observe(request, response)
+        body = body_of(request)
+        if request.endpoint == "versions/delete" and response.ok:
+            self.state.setdefault("gone", set()).add(
+                (str(body.get("artifact")), str(body.get("version"))))
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        data: Any = response.json() if response.ok else None
+        if request.endpoint != "artifacts/read" or not isinstance(data, dict) \
+                or not isinstance(data.get("forked_from"), dict):
+            return response
+        src = data["forked_from"]
+        with self.lock:
+            gone = (str(src.get("artifact")), str(src.get("version"))) in \
+                self.state.get("gone", set())
+        return response.with_json({**data, "forked_from": None}) if gone else response
+
+
+@mutant
+class ForkLatestIsTheSource(Tracked):
+    """A read of latest of a forked artifact with no version of its own answers the fork's
+    source version (the fork point taken as the artifact's first checkpoint)."""
+
+    name = "read-latest-of-a-fork-without-versions-gives-the-source-version"
+    clause = "READ-1.a"
+    summary = "versions/read of latest of a fork with no versions answers the source's version"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint != "versions/read" or response.status != 404 \
+                or request.arg("version", "latest") != "latest":
+            return response
+        state = api_get(upstream, "artifacts/read", key_of(request),
+                        artifact=str(request.arg("artifact")))
+        data = state.json() if state.ok else None
+        src = data.get("forked_from") if isinstance(data, dict) else None
+        if not isinstance(src, dict) or data.get("latest") is not None:
+            return response
+        query = {k: v for k, v in request.query if k not in ("artifact", "version")}
+        got = api_get(upstream, "versions/read", key_of(request), artifact=str(src["artifact"]),
+                      version=str(src["version"]), **query)
+        return got if got.ok else response
+
+
+@mutant
+class ListedRoutesOfTheWriter(Tracked):
+    """``versions/list`` gives each version a route as if read where it was written
+    (``local``, not cross-cloud), though a list names no reader's place: they must be null."""
+
+    name = "read-list-routes-relative-to-the-writer"
+    clause = "READ-1.c"
+    summary = "versions/list rows carry route local and cross_cloud false, not null"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        data: Any = response.json() if response.ok else None
+        if request.endpoint != "versions/list" or not isinstance(data, dict):
+            return response
+        rows = [{**v, "route": "local", "cross_cloud": False}
+                if isinstance(v, dict) and v.get("route") is None else v
+                for v in data.get("versions") or []]
+        return response.with_json({**data, "versions": rows})
