@@ -197,3 +197,49 @@ class JoiningWriteSizeUnchecked(Tracked):
             return None
         small = [{**f, "size": 1} if f in big else f for f in files]
         return request.with_json({**body, "files": small})
+
+
+def _unknown_artifact(upstream: Upstream, request: Request, artifact: object) -> bool:
+    """Whether ``artifacts/read`` of ``artifact`` (with the request's key) is 404."""
+    got = upstream.send(Request("GET", "/api/v1/artifacts/read", (("artifact", str(artifact)),),
+                                tuple((k, v) for k, v in request.headers
+                                      if k.lower() == "authorization")))
+    return got.status == 404
+
+
+@mutant
+class UnknownArtifactBeforeBadToken(Tracked):
+    """A write, commit or delete loads the artifact before it checks the token: naming an
+    artifact that does not exist, with another artifact's token, gets 404."""
+
+    name = "ver-write-commit-or-delete-of-an-unknown-artifact-with-a-foreign-token-gets-404"
+    clause = "VER-6.f"
+    summary = "a write, commit or delete naming a missing artifact gets 404 before its 400"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = body_of(request)
+        if request.endpoint not in ("versions/write", "versions/commit", "versions/delete") \
+                or error_code(response) != "invalid_argument":
+            return response
+        with self.lock:
+            info = self.t.tokens.get(str(body.get("token")))
+        if info is None or info.artifact == body.get("artifact") \
+                or not _unknown_artifact(upstream, request, body.get("artifact")):
+            return response
+        return Response.error(404, "not_found", "no such artifact")
+
+
+@mutant
+class UnknownArtifactBeforeBadVersion(Tracked):
+    """A read loads the artifact before it checks the version name: a malformed version of
+    an artifact that does not exist gets 404."""
+
+    name = "read-malformed-version-of-an-unknown-artifact-gets-404"
+    clause = "VER-1.a"
+    summary = "versions/read of a malformed version of a missing artifact gets 404, not 400"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint != "versions/read" or error_code(response) != "invalid_argument" \
+                or not _unknown_artifact(upstream, request, request.arg("artifact")):
+            return response
+        return Response.error(404, "not_found", "no such artifact")
