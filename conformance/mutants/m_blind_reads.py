@@ -225,3 +225,21 @@ class PlainGetUrlsSingleUse(Watching):
             with self.lock:
                 used.add(key)
         return resp
+
+
+@mutant
+class RangedHeadLengthOfTheFile(_Ranged):
+    """A ranged HEAD answers 206 and the right ``Content-Range`` but the whole file's
+    ``Content-Length`` (the length computed before the range was applied)."""
+
+    name = "read-ranged-head-gives-the-whole-files-content-length"
+    clause = "READ-3.a"
+    summary = "HEAD with Range: bytes=a-b answers Content-Length of the whole file"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = super().handle(request, upstream)
+        info = self.info(request) if request.kind == "data" else None
+        size = info.get("size") if info else None
+        if request.method == "HEAD" and resp.status == 206 and isinstance(size, int):
+            return with_headers(resp, Content_Length=str(size))
+        return resp
