@@ -1,7 +1,8 @@
 """A write that joins an upload (VER-5) is a write like any other: its file names are
 checked (VER-1.b), a name declared with a size and again by name alone is twice (VER-1.c),
 a declared size over the limit is 413 (VER-4.e), and each refusal leaves the upload as it
-was; the version it makes has the size of every file of every write (API-1.b)."""
+was; the version it makes has the size of every file of every write (API-1.b), and its
+commit lists a joining write's streamed file like the first write's (VER-5.e)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from conformance.actions import (
     expect_error,
+    expect_invisible,
     expect_ok,
     expect_unchanged,
     make_files,
@@ -96,3 +98,31 @@ def test_a_version_of_several_writes_has_the_size_of_all_their_files(
                                   "VER-5.a", "relaunch")["resume_from"]),
     ):
         check_equal(body.get("size"), total, "API-1.b", f"the size of the version in {what}")
+
+
+@pytest.mark.rule("VER-5.e", "VER-6.c")
+def test_a_joining_writes_streamed_file_must_be_listed_by_the_commit(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """Rank 0 declares its file, rank 1 streams one into the same upload; both PUT. The
+    commit must list rank 1's streamed file like any other (VER-6.c): left out, 409
+    incomplete and nothing shows; listed, the upload commits with both."""
+    box = open_box(o41_api, o41_env.artifact("join-streamed"), "box-a")
+    first, free = make_files({"rank0/m.bin": 90}, 175), make_files({"rank1/s.bin": 45}, 176)
+    reply = o41_api.write(box.artifact, box.token, V1, declared(first))
+    put_files(o41_api, urls_of(reply, "VER-5.e", "first write"), first, "VER-5.e",
+              "first write")
+    upload = str(reply.body["upload"])
+    joined = o41_api.write(box.artifact, box.token, V1, streamed(free), upload)
+    put_files(o41_api, urls_of(joined, "VER-5.e", "joining write"), free, "VER-5.e",
+              "joining write")
+    before = snapshot(o41_api, box.artifact)
+    for what, files in (("no list", None), ("the declared file only", declared(first))):
+        expect_error(o41_api.commit(box.artifact, box.token, upload, files), 409,
+                     "incomplete", "VER-5.e", f"commit with {what}")
+        expect_invisible(o41_api, box.artifact, V1, "VER-5.e", f"commit with {what}")
+        expect_unchanged(o41_api, box.artifact, before, "VER-5.e", f"commit with {what}")
+    expect_ok(o41_api.commit(box.artifact, box.token, upload, declared(free)), "VER-5.e",
+              "commit listing the joining write's streamed file")
+    expect_version_files(o41_api, box.artifact, V1, {**first, **free}, "VER-5.e",
+                         "the version of both writes")

@@ -1,13 +1,15 @@
 """Mutants of reads around forks and lists written from the contract alone: a fork's record
 of its source lost when the source version is deleted (a foreign key set to null), a fork
 with no version of its own read at latest as its source's version, and listed versions
-given a route as if read where they were written although a list has no reader's place."""
+given a route as if read where they were written although a list has no reader's place;
+and a commit that checks only the first write's streamed files against its list."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant, ok_or
+from conformance.mutants.m_streamed import StreamBook
 from conformance.mutants.tracking import Tracked, api_get, body_of, key_of
 
 
@@ -81,3 +83,38 @@ class ListedRoutesOfTheWriter(Tracked):
                 if isinstance(v, dict) and v.get("route") is None else v
                 for v in data.get("versions") or []]
         return response.with_json({**data, "versions": rows})
+
+
+@mutant
+class JoinedStreamedFilesFilledIn(StreamBook):
+    """The commit checks its list against the streamed files of the write that started the
+    upload: a joining write's streamed file left out of the list is taken as received."""
+
+    name = "ver-commit-list-checks-the-first-writes-streamed-files-only"
+    clause = "VER-5.e"
+    summary = "a joining write's streamed file missing from the commit list still commits"
+
+    def observe(self, request: Request, response: Response) -> None:
+        body = body_of(request)
+        if request.endpoint == "versions/write" and response.ok and body.get("upload") is None:
+            reply = response.json()
+            if isinstance(reply, dict):
+                self.state.setdefault("first", {})[str(reply.get("upload"))] = {
+                    f.get("name") for f in body.get("files") or [] if isinstance(f, dict)}
+        super().observe(request, response)
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint != "versions/commit" or error_code(response) != "incomplete":
+            return response
+        up = self.upload_of(request)
+        body = body_of(request)
+        if up is None:
+            return response
+        with self.lock:
+            first = set(self.state.get("first", {}).get(up.upload, set()))
+        listed = [f for f in body.get("files") or [] if isinstance(f, dict)]
+        names = {f.get("name") for f in listed}
+        extra = [f for f in self.received(up) if f["name"] not in names | first]
+        if not extra:
+            return response
+        return ok_or(upstream, request.with_json({**body, "files": listed + extra}), response)
