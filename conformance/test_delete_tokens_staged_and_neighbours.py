@@ -1,6 +1,7 @@
 """Retention (VER-7) beyond one artifact's own versions: a delete with a token that is not
 the artifact's (unknown, or of another artifact) is 400, a version that is only being
-uploaded is not there to delete (404), and a delete touches only its own artifact: another
+uploaded is not there to delete (404), a delete refused as unknown leaves that step free,
+and a delete touches only its own artifact: another
 artifact, a fork among them, still reads and lists its version of the same name."""
 
 from __future__ import annotations
@@ -128,3 +129,21 @@ def test_a_delete_leaves_the_same_version_name_of_other_artifacts_and_forks(
                 "B's forked_from after its source version was deleted")
     check_equal(_listed(o41_api, b.artifact, "VER-7.a"), [V[3]], "VER-7.a",
                 "B's list after its source version was deleted")
+
+
+@pytest.mark.rule("VER-7.d", "VER-3.a")
+def test_a_delete_refused_as_unknown_leaves_that_step_free(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """Deleting steps that were never committed (one above the latest, one below it) is
+    404 and changes nothing: the step above is then written and committed as usual."""
+    box = open_box(o41_api, o41_env.artifact("delete-unknown-step"), "box-a")
+    for n in (1, 3):
+        commit_ok(o41_api, box, V[n], make_files({"m": 20 + n}, 130 + n), "VER-7.d")
+    for version in (V[2], V[4], V[5]):
+        expect_error(o41_api.delete(box.artifact, box.token, version), 404, "not_found",
+                     "VER-7.d", f"delete of {version}, never committed")
+    commit_ok(o41_api, box, V[4], make_files({"m": 24}, 134), "VER-7.d")
+    commit_ok(o41_api, box, V[5], make_files({"m": 25}, 135), "VER-7.d")
+    check_equal(_listed(o41_api, box.artifact, "VER-7.d"), [V[1], V[3], V[4], V[5]],
+                "VER-7.d", "list after the refused deletes and the later commits")

@@ -1,7 +1,8 @@
 """Which step a new version is compared with (VER-3.a, VER-4.c): the latest *committed* step
 of the artifact itself. A fork has none of its own, so its first version may have any step,
 even one below the source's; an upload that was written and PUT but never committed counts
-for nothing, so a lower step still commits past it (and it can still commit after)."""
+for nothing, so a lower step still commits past it (and it can still commit after); nor
+does a commit refused as incomplete claim its version name."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from conformance.actions import (
 )
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check_equal
+from conformance.rules import check, check_equal
 
 
 def _listed(api: Client, artifact: str, clause: str) -> list[str]:
@@ -89,3 +90,24 @@ def test_an_uncommitted_upload_of_a_higher_step_does_not_raise_the_latest(
               "commit of step 8, written before step 6 was")
     latest = expect_ok(o41_api.read(after.artifact, "latest"), "READ-1.a", "read latest")
     check_equal(latest.get("version"), "step-00000008", "READ-1.a", "latest after step 8")
+
+
+@pytest.mark.rule("VER-4.a", "VER-2.a")
+def test_a_commit_refused_as_incomplete_claims_no_version(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """Step 2's first upload is refused 409 incomplete (its files never PUT): the name stays
+    free, so a second upload of step 2 writes and commits, and the first is then 409."""
+    box = open_box(o41_api, o41_env.artifact("incomplete-claims"), "box-a")
+    commit_ok(o41_api, box, "step-00000001", make_files({"m": 10}, 37), "VER-4.a")
+    first = start_upload(o41_api, box.artifact, box.token, "step-00000002",
+                         make_files({"m": 11, "n": 12}, 38), put=False)
+    expect_error(o41_api.commit(box.artifact, box.token, str(first.upload_id)), 409,
+                 "incomplete", "VER-4.a", "commit of step 2 with nothing PUT")
+    commit_ok(o41_api, box, "step-00000002", make_files({"m": 13}, 39), "VER-4.a")
+    # Still incomplete and now of a committed name: 409 either way (two 409s have no order).
+    again = o41_api.commit(box.artifact, box.token, str(first.upload_id))
+    check(again.status == 409 and again.code in ("incomplete", "version_exists"), "VER-2.a",
+          f"the first upload of step 2 once another committed it got {again.brief()}")
+    check_equal(_listed(o41_api, box.artifact, "VER-4.a"), ["step-00000001", "step-00000002"],
+                "VER-4.a", "the committed versions")

@@ -2,7 +2,8 @@
 of its source lost when the source version is deleted (a foreign key set to null), a fork
 with no version of its own read at latest as its source's version, and listed versions
 given a route as if read where they were written although a list has no reader's place;
-and a commit that checks only the first write's streamed files against its list."""
+a commit that checks only the first write's streamed files against its list; and refused
+deletes and commits that leave a claim on their step behind."""
 
 from __future__ import annotations
 
@@ -118,3 +119,57 @@ class JoinedStreamedFilesFilledIn(StreamBook):
         if not extra:
             return response
         return ok_or(upstream, request.with_json({**body, "files": listed + extra}), response)
+
+
+class _Claims(Tracked):
+    """Answers a write of a version this mutant holds as claimed with 409
+    ``version_exists``, as an implementation that keeps a row behind for it would."""
+
+    def claim(self, artifact: object, version: object) -> None:
+        with self.lock:
+            self.state.setdefault("claimed", set()).add((str(artifact), str(version)))
+
+    def before(self, request: Request, upstream: Upstream) -> Response | None:
+        body = body_of(request)
+        if request.endpoint != "versions/write" or body.get("upload") is not None:
+            return None
+        with self.lock:
+            claimed = (str(body.get("artifact")), str(body.get("version"))) in \
+                self.state.get("claimed", set())
+        if claimed:
+            return Response.error(409, "version_exists", "the version was taken")
+        return None
+
+
+@mutant
+class RefusedDeleteClaimsTheStep(_Claims):
+    """A delete of a version that does not exist is refused 404, but leaves a tombstone
+    behind: that step can then never be written."""
+
+    name = "ver-delete-refused-as-unknown-still-tombstones-that-step"
+    clause = "VER-7.d"
+    summary = "after a delete of an unknown step gets 404, writing that step gets 409"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = body_of(request)
+        if request.endpoint == "versions/delete" and response.status == 404:
+            self.claim(body.get("artifact"), body.get("version"))
+        return response
+
+
+@mutant
+class RefusedCommitClaimsTheVersion(_Claims):
+    """A commit refused 409 ``incomplete`` keeps the version row it inserted before the
+    check: another upload of that version can no longer be written."""
+
+    name = "ver-commit-refused-as-incomplete-still-claims-its-version"
+    clause = "VER-4.a"
+    summary = "after a commit of step N is refused incomplete, a new write of step N gets 409"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint == "versions/commit" and error_code(response) == "incomplete":
+            with self.lock:
+                up = self.t.uploads.get(str(body_of(request).get("upload")))
+            if up is not None:
+                self.claim(up.artifact, up.write.get("version"))
+        return response
