@@ -1,8 +1,8 @@
 """Retention (VER-7) beyond one artifact's own versions: a delete with a token that is not
 the artifact's (unknown, or of another artifact) is 400, a version that is only being
 uploaded is not there to delete (404), a delete refused as unknown leaves that step free,
-and a delete touches only its own artifact: another
-artifact, a fork among them, still reads and lists its version of the same name."""
+and a delete touches only its own artifact: another artifact, a fork among them, still
+reads and lists its version of the same name, and a fork keeps its forked_from."""
 
 from __future__ import annotations
 
