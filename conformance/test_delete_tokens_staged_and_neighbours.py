@@ -71,7 +71,7 @@ def test_a_version_only_being_uploaded_is_not_found_by_a_delete(
     files = make_files({"m": 44, "n/o.bin": 12}, 98)
     up = start_upload(o41_api, box.artifact, box.token, V[4], files)
     upload = up.upload_id
-    check_equal(up.write.status, 200, "VER-7.d", "the write of the staged version")
+    expect_ok(up.write, "VER-7.d", "the write of the staged version")
     before = snapshot(o41_api, box.artifact)
     expect_error(o41_api.delete(box.artifact, box.token, V[4]), 404, "not_found", "VER-7.d",
                  "delete of a version whose upload is not committed")

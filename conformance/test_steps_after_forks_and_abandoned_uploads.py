@@ -74,7 +74,7 @@ def test_an_uncommitted_upload_of_a_higher_step_does_not_raise_the_latest(
     commit_ok(o41_api, box, "step-00000001", make_files({"m": 10}, 31), "VER-4.c")
     staged = start_upload(o41_api, box.artifact, box.token, "step-00000009",
                           make_files({"m": 11}, 32))
-    check_equal(staged.write.status, 200, "VER-4.c", "the write of step 9")
+    expect_ok(staged.write, "VER-4.c", "the write of step 9")
     commit_ok(o41_api, box, "step-00000002", make_files({"m": 12}, 33), "VER-4.c")
     after = open_box(o41_api, box.artifact, "box-b")
     commit_ok(o41_api, after, "step-00000005", make_files({"m": 13}, 34), "VER-4.c")
