@@ -108,6 +108,7 @@ def test_a_commit_list_naming_other_files_or_one_twice_is_invalid_and_the_upload
         "the streamed file twice, once with other values": [s, {**s, "size": 1}],
         "the declared file twice": [s, d, d],
         "a name spelled as a path to it": [s, _entry("./s.bin", free["s.bin"])],
+        "the streamed file's name in upper case": [_entry("S.BIN", free["s.bin"])],
     }
     for what, listed in wrong.items():
         reply = o41_api.commit(box.artifact, box.token, upload, listed)

@@ -2,7 +2,8 @@
 checked (VER-1.b), a name declared with a size and again by name alone is twice (VER-1.c),
 a declared size over the limit is 413 (VER-4.e), and each refusal leaves the upload as it
 was; the version it makes has the size of every file of every write (API-1.b), and its
-commit lists a joining write's streamed file like the first write's (VER-5.e)."""
+commit lists a joining write's streamed file like the first write's (VER-5.e). A version's
+size counts its streamed files too (VER-6.a)."""
 
 from __future__ import annotations
 
@@ -126,3 +127,25 @@ def test_a_joining_writes_streamed_file_must_be_listed_by_the_commit(
               "commit listing the joining write's streamed file")
     expect_version_files(o41_api, box.artifact, V1, {**first, **free}, "VER-5.e",
                          "the version of both writes")
+
+
+@pytest.mark.rule("VER-6.a", "API-1.b")
+def test_a_versions_size_counts_its_streamed_files(o41_env: Env, o41_api: Client) -> None:
+    """A streamed file has no size until its PUT; the Version's size is still the sum of
+    all its files, in the commit's reply, a read, the list and a relaunch's resume_from."""
+    box = open_box(o41_api, o41_env.artifact("streamed-size"), "box-a")
+    fixed, free = make_files({"d.bin": 30}, 177), make_files({"s.bin": 70, "t/u.bin": 5}, 178)
+    reply = o41_api.write(box.artifact, box.token, V1, declared(fixed) + streamed(free))
+    put_files(o41_api, urls_of(reply, "VER-6.a", "write"), {**fixed, **free}, "VER-6.a",
+              "write")
+    made = expect_ok(o41_api.commit(box.artifact, box.token, str(reply.body["upload"]),
+                                    declared(free)), "VER-6.a", "commit")
+    total = 30 + 70 + 5
+    for what, body in (
+        ("the commit", made),
+        ("read", expect_ok(o41_api.read(box.artifact, V1), "VER-6.a", "read")),
+        ("list", expect_ok(o41_api.list(box.artifact), "VER-6.a", "list")["versions"][0]),
+        ("resume_from", expect_ok(o41_api.open(box.artifact, "latest", None, "box-b"),
+                                  "VER-6.a", "relaunch")["resume_from"]),
+    ):
+        check_equal(body.get("size"), total, "API-1.b", f"the size of the version in {what}")

@@ -1,8 +1,9 @@
 """Mutants of VER-4.e, VER-6 and the error order (VER-6.f) written from the contract alone:
 a refused PUT that keeps a prefix, a commit list that refuses declared files or does not
 check them, an earlier PUT's values taken, a replaced file's old size kept, a PUT answer
-naming the file's last segment, a chunked body past the limit let in, and 409s or 404s
-answered before the 400 or 404 the contract puts first."""
+naming the file's last segment, a chunked body past the limit let in, a Version size
+without its streamed files, list names matched ignoring case, and 409s or 404s answered
+before the 400 or 404 the contract puts first."""
 
 from __future__ import annotations
 
@@ -325,3 +326,67 @@ class VersionLookedUpBeforeTheToken(_Ordered):
         if any(r.get("version") == body.get("version") for r in rows):
             return response
         return Response.error(404, "not_found", "no such version")
+
+
+@mutant
+class StreamedSizeLeftOut(StreamBook):
+    """A Version's ``size`` is summed from the sizes declared at write time: streamed files,
+    which had none, count for nothing (their own ``size`` entries are right)."""
+
+    name = "ver-version-size-leaves-out-streamed-files"
+    clause = "VER-6.a"
+    summary = "a Version's size is the sum of its declared files only, not its streamed ones"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        data = response.json() if response.ok else None
+        if not isinstance(data, dict) or request.kind != "api":
+            return response
+        if request.endpoint == "versions/commit":
+            up = self.upload_of(request)
+            if up is not None and any(isinstance(f, dict) and "size" not in f
+                                      for f in up.write.get("files") or []):
+                total = sum(int(f["size"]) for f in up.write.get("files") or []
+                            if isinstance(f, dict) and isinstance(f.get("size"), int))
+                with self.lock:
+                    self.state.setdefault("sizes", {})[(data.get("artifact"),
+                                                        data.get("version"))] = total
+        with self.lock:
+            sizes = dict(self.state.get("sizes", {}))
+
+        def fix(v: Any) -> Any:
+            key = (v.get("artifact"), v.get("version")) if isinstance(v, dict) else None
+            return {**v, "size": sizes[key]} if key in sizes else v
+
+        if request.endpoint in ("versions/read", "versions/commit"):
+            return response.with_json(fix(data))
+        if request.endpoint == "versions/list":
+            return response.with_json({**data, "versions": [fix(v) for v in
+                                                            data.get("versions") or []]})
+        if request.endpoint == "artifacts/open" and isinstance(data.get("resume_from"), dict):
+            return response.with_json({**data, "resume_from": fix(data["resume_from"])})
+        return response
+
+
+@mutant
+class ListNamesMatchedIgnoringCase(StreamBook):
+    """A commit list's names are matched with the upload's files ignoring case: 'S.BIN'
+    is taken for the upload's 's.bin'."""
+
+    name = "ver-commit-list-names-matched-ignoring-case"
+    clause = "VER-6.d"
+    summary = "a commit listing 'S.BIN' for the upload's file 's.bin' is accepted"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        up = self.upload_of(request)
+        if request.endpoint != "versions/commit" or error_code(response) != "invalid_argument" \
+                or up is None:
+            return response
+        ours = {str(f.get("name")).casefold(): f.get("name") for f in up.write.get("files") or []
+                if isinstance(f, dict)}
+        listed = _listed(request)
+        fixed = [{**f, "name": ours.get(str(f.get("name")).casefold(), f.get("name"))}
+                 for f in listed]
+        names = [f["name"] for f in fixed]
+        if fixed == listed or len(set(names)) < len(names) or not set(names) <= set(ours.values()):
+            return response
+        return ok_or(upstream, request.with_json({**body_of(request), "files": fixed}), response)
