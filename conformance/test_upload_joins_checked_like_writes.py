@@ -92,6 +92,8 @@ def test_a_version_of_several_writes_has_the_size_of_all_their_files(
     total = sum(len(d) for p in parts for d in p.values())
     made = expect_ok(o41_api.commit(box.artifact, box.token, upload), "VER-5.a", "commit")
     check_equal(made.get("size"), total, "API-1.b", "the commit's Version size")
+    check_equal(sorted(f.get("name") for f in made.get("files") or []),
+                sorted(n for p in parts for n in p), "VER-5.a", "the commit's Version files")
     for what, body in (
         ("read", expect_ok(o41_api.read(box.artifact, V1), "VER-5.a", "read")),
         ("list", expect_ok(o41_api.list(box.artifact), "VER-5.a", "list")["versions"][0]),
@@ -141,6 +143,9 @@ def test_a_versions_size_counts_its_streamed_files(o41_env: Env, o41_api: Client
     made = expect_ok(o41_api.commit(box.artifact, box.token, str(reply.body["upload"]),
                                     declared(free)), "VER-6.a", "commit")
     total = 30 + 70 + 5
+    check_equal({f.get("name"): (f.get("size"), f.get("sha256")) for f in made.get("files") or []},
+                {n: (len(d), sha256(d)) for n, d in {**fixed, **free}.items()}, "VER-6.a",
+                "the commit's Version files, streamed ones with what they received")
     for what, body in (
         ("the commit", made),
         ("read", expect_ok(o41_api.read(box.artifact, V1), "VER-6.a", "read")),

@@ -2,8 +2,9 @@
 of its source lost when the source version is deleted (a foreign key set to null), a fork
 with no version of its own read at latest as its source's version, and listed versions
 given a route as if read where they were written although a list has no reader's place;
-a commit that checks only the first write's streamed files against its list; and refused
-deletes and commits that leave a claim on their step behind."""
+a commit that checks only the first write's streamed files against its list, or answers
+the first write's files only, or streamed files without size; and refused deletes and
+commits that leave a claim on their step behind."""
 
 from __future__ import annotations
 
@@ -173,3 +174,56 @@ class RefusedCommitClaimsTheVersion(_Claims):
             if up is not None:
                 self.claim(up.artifact, up.write.get("version"))
         return response
+
+
+@mutant
+class CommitReplyOfTheFirstWrite(Tracked):
+    """The commit answers the Version as the first write declared it: a joining write's
+    files are left out of its ``files`` (the stored version has them all)."""
+
+    name = "ver-commit-reply-lists-the-first-writes-files-only"
+    clause = "VER-5.a"
+    summary = "the commit of a joined upload answers files of the first write only"
+
+    def observe(self, request: Request, response: Response) -> None:
+        body = body_of(request)
+        if request.endpoint == "versions/write" and response.ok and body.get("upload") is None:
+            reply = response.json()
+            if isinstance(reply, dict):
+                self.state.setdefault("first", {})[str(reply.get("upload"))] = {
+                    f.get("name") for f in body.get("files") or [] if isinstance(f, dict)}
+        super().observe(request, response)
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        data: Any = response.json() if response.ok else None
+        if request.endpoint != "versions/commit" or not isinstance(data, dict):
+            return response
+        with self.lock:
+            first = self.state.get("first", {}).get(str(body_of(request).get("upload")))
+        files = [f for f in data.get("files") or [] if isinstance(f, dict)]
+        if not first or all(f.get("name") in first for f in files):
+            return response
+        return response.with_json({**data, "files": [f for f in files
+                                                     if f.get("name") in first]})
+
+
+@mutant
+class CommitReplyStreamedUnsized(StreamBook):
+    """The commit answers streamed files as they were declared, without size or sha256
+    (reads of the version give them)."""
+
+    name = "ver-commit-reply-gives-streamed-files-no-size-or-sha256"
+    clause = "VER-6.a"
+    summary = "the commit's Version lists streamed files with size and sha256 null"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        data: Any = response.json() if response.ok else None
+        up = self.upload_of(request)
+        if request.endpoint != "versions/commit" or not isinstance(data, dict) or up is None:
+            return response
+        free = {f.get("name") for f in up.write.get("files") or []
+                if isinstance(f, dict) and "size" not in f}
+        files = [{**f, "size": None, "sha256": None}
+                 if isinstance(f, dict) and f.get("name") in free else f
+                 for f in data.get("files") or []]
+        return response.with_json({**data, "files": files}) if free else response
