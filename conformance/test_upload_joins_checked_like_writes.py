@@ -76,7 +76,7 @@ def test_a_name_declared_with_a_size_and_by_name_alone_is_twice(
 
 
 @pytest.mark.rule("VER-5.a", "API-1.b")
-def test_a_version_of_several_writes_has_the_size_of_all_their_files(
+def test_a_version_of_several_writes_has_the_files_and_size_of_all_of_them(
     o41_env: Env, o41_api: Client
 ) -> None:
     box = open_box(o41_api, o41_env.artifact("join-size"), "box-a")
@@ -132,7 +132,9 @@ def test_a_joining_writes_streamed_file_must_be_listed_by_the_commit(
 
 
 @pytest.mark.rule("VER-6.a", "API-1.b")
-def test_a_versions_size_counts_its_streamed_files(o41_env: Env, o41_api: Client) -> None:
+def test_a_versions_size_and_its_commit_reply_count_its_streamed_files(
+    o41_env: Env, o41_api: Client
+) -> None:
     """A streamed file has no size until its PUT; the Version's size is still the sum of
     all its files, in the commit's reply, a read, the list and a relaunch's resume_from."""
     box = open_box(o41_api, o41_env.artifact("streamed-size"), "box-a")
