@@ -130,6 +130,10 @@ def test_urls_given_out_before_a_delete_keep_serving_its_bytes(
     commit_ok(o41_api, newest, V[4], make_files({"m": 5}, 72), "VER-7.c")
     _deleted(o41_api, newest, V[1], "VER-7.c")
     _deleted(o41_api, newest, V[3], "VER-7.c")
+    # A later version with the deleted ones' file names and sizes, other bytes: the URLs
+    # given out before the deletes still serve the deleted versions' own bytes.
+    commit_ok(o41_api, newest, V[5], make_files({"model.bin": 301, "opt/state.bin": 50}, 73),
+              "VER-7.c")
     check_equal(download(o41_api, read), files[0], "VER-7.c", "the deleted step 1's URLs")
     check_equal(download(o41_api, read, parts=3), files[0], "VER-7.c",
                 "the deleted step 1's URLs, ranged")

@@ -243,3 +243,48 @@ class RangedHeadLengthOfTheFile(_Ranged):
         if request.method == "HEAD" and resp.status == 206 and isinstance(size, int):
             return with_headers(resp, Content_Length=str(size))
         return resp
+
+
+@mutant
+class DeletedSlotReused(Watching):
+    """A deleted version's storage is freed at once and a later upload of a file of the same
+    name in that artifact takes its place: URLs given out before the delete serve the new
+    bytes."""
+
+    name = "ver-deleted-versions-urls-serve-a-later-file-of-the-same-name"
+    clause = "VER-7.c"
+    summary = "after a delete, a new same-named file's PUT is served by the deleted one's URLs"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        info = self.info(request) if request.kind == "data" else None
+        if info and info["method"] == "PUT" and request.method == "PUT":
+            resp = self.forward(request, upstream)
+            if resp.ok:
+                with self.lock:
+                    seq = self.state["seq"] = self.state.get("seq", 0) + 1
+                    self.state.setdefault("puts", {})[(info["artifact"], info["name"])] = \
+                        (seq, request.body)
+            return resp
+        if request.endpoint == "versions/delete" and request.method == "POST":
+            resp = self.forward(request, upstream)
+            body = request.json()
+            if resp.ok and isinstance(body, dict):
+                with self.lock:
+                    seq = self.state["seq"] = self.state.get("seq", 0) + 1
+                    self.state.setdefault("gone", {})[(body.get("artifact"),
+                                                       body.get("version"))] = seq
+            return resp
+        if info and info["method"] == "GET" and request.method in ("GET", "HEAD"):
+            with self.lock:
+                gone = self.state.get("gone", {}).get((info["artifact"], info["version"]))
+                put = self.state.get("puts", {}).get((info["artifact"], info["name"]))
+            if gone is not None and put is not None and put[0] > gone:
+                data = put[1]
+                span = parse_range(request.header("Range"), len(data))
+                if span is None:
+                    return unsatisfiable(len(data))
+                if span == "none":
+                    return bytes_reply(data, len(data), None, request.method == "HEAD")
+                a, b = span  # type: ignore[misc]
+                return bytes_reply(data[a:b + 1], len(data), (a, b), request.method == "HEAD")
+        return self.forward(request, upstream)
