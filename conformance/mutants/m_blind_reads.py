@@ -1,7 +1,8 @@
 """Mutants of READ-1..4 and the data plane written from the contract alone: a
 ``Content-Range`` off by one or with the wrong total, the last byte unsatisfiable, a URL
 of an unusual file name not found, a read URL that takes a PUT, an unknown artifact listed
-as empty, latest hidden after a relaunch, and single-use URLs."""
+as empty, latest hidden after a relaunch, single-use URLs, a ranged HEAD's length, and a
+deleted version's URLs serving a later file of the same name."""
 
 from __future__ import annotations
 
