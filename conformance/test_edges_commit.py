@@ -113,6 +113,18 @@ def test_put_one_byte_over_declared_too_large_and_not_stored(o41_env: Env, o41_a
         "VER-4.e",
         "commit after the only PUT of b was refused",
     )
+    # The same body sent chunked (no Content-Length to compare): still 413, nothing stored.
+    # The contract promises chunked bodies to streamed files only, so 411 is a refusal too.
+    chunked = o41_api.put_chunked(urls["b"], [files["b"], b"!"])
+    check(chunked.status in (411, 413), "VER-4.e",
+          f"chunked PUT one byte longer than declared got {chunked.brief()}, not 413")
+    expect_error(
+        o41_api.commit(a.artifact, a.token, up.write.body["upload"]),
+        409,
+        "incomplete",
+        "VER-4.e",
+        "commit after the chunked PUT of b was refused",
+    )
     specs = [{"name": "ok", "size": 1, "sha256": sha256(b"x")}]
     specs.append({"name": "huge", "size": 10**15, "sha256": sha256(b"")})
     expect_error(

@@ -116,8 +116,10 @@ def test_ranges_at_every_edge_of_the_file(o41_env: Env, o41_api: Client, method:
             if method == "GET":
                 check_equal(res.content, data[lo : hi + 1], "READ-3.a", f"bytes of {what}")
             else:
+                # HTTP lets a HEAD reply leave Content-Length out; when it is there, it is
+                # the length the ranged GET would send.
                 check_equal(
-                    (res.headers.get("Content-Length"), res.content),
+                    (res.headers.get("Content-Length", str(hi - lo + 1)), res.content),
                     (str(hi - lo + 1), b""),
                     "READ-3.a",
                     f"length and body of {what}",

@@ -55,6 +55,8 @@ def _refused_now_or_at_commit(api: Client, box: Box, version: str, code: str, cl
         "step-+0000001",
         "STEP-00000001",
         "step-0x000001",
+        "step-0000_001",  # an int to Python, as the two signs above
+        "step- 0000001",
     ],
 )
 def test_version_names_just_outside_the_pattern_invalid(

@@ -95,6 +95,10 @@ def test_a_write_wrong_in_two_ways_gets_the_earlier_of_400_404_409(
             (o41_api.write(name, old.token, V3, good, "up-unknown-0003"), 404, "not_found"),
         "another artifact's upload with a fenced token (404 > 409)":
             (o41_api.write(name, old.token, V3, good, w["foreign"]), 404, "not_found"),
+        "an unknown upload for a committed version (404 > 409)":
+            (o41_api.write(name, box.token, V1, good, "up-unknown-0009"), 404, "not_found"),
+        "an unknown upload for a step below the latest (404 > 409)":
+            (o41_api.write(name, box.token, V3, good, "up-unknown-0010"), 404, "not_found"),
         "an upload of another version with a fenced token (400 > 409)":
             (o41_api.write(name, old.token, "step-00000008", good, w["stale"]),
              400, "invalid_argument"),

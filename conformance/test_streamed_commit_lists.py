@@ -20,6 +20,7 @@ from conformance.actions import (
 )
 from conformance.client import Client
 from conformance.env import Env
+from conformance.rules import check
 from conformance.uploads import (
     declared,
     expect_version_files,
@@ -72,6 +73,12 @@ def test_a_commit_list_missing_short_or_wrong_is_incomplete_and_the_right_list_c
     expect_error(o41_api.commit(box.artifact, box.token, upload, right_ab), 409, "incomplete",
                  "VER-6.c", "commit without c once c is uploaded")
     right = [*right_ab, _entry("c.bin", c)]
+    # Every file is there now: only the declared file's listed values are wrong.
+    for what, entry in (("size", _entry("d.bin", d, size=len(d) + 1)),
+                        ("sha256", _entry("d.bin", d, sha256=sha256(a)))):
+        expect_error(o41_api.commit(box.artifact, box.token, upload, [*right, entry]), 409,
+                     "incomplete", "VER-6.c", f"complete upload, d listed with another {what}")
+        expect_invisible(o41_api, box.artifact, V1, "VER-6.c", f"d with another {what}")
     expect_ok(o41_api.commit(box.artifact, box.token, upload, right), "VER-6.c",
               "commit with the right list")
     expect_version_files(o41_api, box.artifact, V1, files, "VER-6.c", "the version")
@@ -101,6 +108,7 @@ def test_a_commit_list_naming_other_files_or_one_twice_is_invalid_and_the_upload
         "the streamed file twice, once with other values": [s, {**s, "size": 1}],
         "the declared file twice": [s, d, d],
         "a name spelled as a path to it": [s, _entry("./s.bin", free["s.bin"])],
+        "the streamed file's name in upper case": [_entry("S.BIN", free["s.bin"])],
     }
     for what, listed in wrong.items():
         reply = o41_api.commit(box.artifact, box.token, upload, listed)
@@ -110,3 +118,35 @@ def test_a_commit_list_naming_other_files_or_one_twice_is_invalid_and_the_upload
     expect_ok(o41_api.commit(box.artifact, box.token, upload, listing(free)), "VER-6.d",
               "commit with the right list")
     expect_version_files(o41_api, box.artifact, V1, {**free, **fixed}, "VER-6.d", "the version")
+
+
+@pytest.mark.rule("VER-6.c", "API-1.f")
+def test_a_commit_list_entry_without_its_size_or_sha256_is_refused_and_the_upload_commits(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A streamed file listed by name and size alone (or name and sha256 alone) does not
+    say what its writer wrote: a missing field (400) or values other than received (409
+    incomplete), the contract reads either way; never a commit that fills them in."""
+    box = open_box(o41_api, o41_env.artifact("lists-partial"), "box-a")
+    free = make_files({"s.bin": 80, "t.bin": 30}, 45)
+    reply = o41_api.write(box.artifact, box.token, V1, streamed(free))
+    urls = urls_of(reply, "VER-6.c", "write")
+    upload = str(reply.body["upload"])
+    put_files(o41_api, urls, free, "VER-6.c", "write")
+    before = snapshot(o41_api, box.artifact)
+    t = _entry("t.bin", free["t.bin"])
+    partial = {
+        "s without sha256": {"name": "s.bin", "size": len(free["s.bin"])},
+        "s without size": {"name": "s.bin", "sha256": sha256(free["s.bin"])},
+        "s by name alone": {"name": "s.bin"},
+    }
+    for what, entry in partial.items():
+        reply = o41_api.commit(box.artifact, box.token, upload, [entry, t])
+        got = (reply.status, reply.code)
+        check(got in ((400, "invalid_argument"), (409, "incomplete")), "VER-6.c",
+              f"commit listing {what} got {reply.brief()}, not 400 or 409 incomplete")
+        expect_invisible(o41_api, box.artifact, V1, "VER-6.c", f"commit listing {what}")
+        expect_unchanged(o41_api, box.artifact, before, "VER-6.c", f"commit listing {what}")
+    expect_ok(o41_api.commit(box.artifact, box.token, upload, listing(free)), "VER-6.c",
+              "commit with the right list")
+    expect_version_files(o41_api, box.artifact, V1, free, "VER-6.c", "the version")

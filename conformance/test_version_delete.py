@@ -73,6 +73,11 @@ def test_deleting_older_versions_takes_them_out_of_read_and_list_at_once(
     state = expect_ok(o41_api.artifact(box.artifact), "VER-7.a", "artifacts/read")
     check_equal((state.get("latest"), state.get("versions")), (V[3], 2), "VER-7.a",
                 "latest and count after the first delete")
+    # Latest is still the highest step, however it is asked for, while two versions remain.
+    for version in ("latest", None):
+        read = expect_ok(o41_api.read(box.artifact, version), "READ-1.a", "read latest")
+        check_equal(read.get("version"), V[3], "READ-1.a",
+                    f"read of version={version} after deleting {V[1]}")
     fork = o41_env.artifact("delete-fork")
     expect_error(o41_api.open(fork, f"o41://{box.artifact}/{V[1]}", None, "box-f"), 404,
                  "not_found", "VER-7.a", "a fork from the deleted version")
@@ -125,6 +130,10 @@ def test_urls_given_out_before_a_delete_keep_serving_its_bytes(
     commit_ok(o41_api, newest, V[4], make_files({"m": 5}, 72), "VER-7.c")
     _deleted(o41_api, newest, V[1], "VER-7.c")
     _deleted(o41_api, newest, V[3], "VER-7.c")
+    # A later version with the deleted ones' file names and sizes, other bytes: the URLs
+    # given out before the deletes still serve the deleted versions' own bytes.
+    commit_ok(o41_api, newest, V[5], make_files({"model.bin": 301, "opt/state.bin": 50}, 73),
+              "VER-7.c")
     check_equal(download(o41_api, read), files[0], "VER-7.c", "the deleted step 1's URLs")
     check_equal(download(o41_api, read, parts=3), files[0], "VER-7.c",
                 "the deleted step 1's URLs, ranged")
