@@ -140,6 +140,13 @@ def carries_values(query: str) -> bool:
     return any(v for _, v in parse_qsl(query, keep_blank_values=True))
 
 
+def case_matters(signature: str) -> bool:
+    """Whether swapping a signature's letter case changes it: only when it mixes cases, as
+    base64 does. A hex or base32 signature may rightly be read in either case, so that a
+    swapped case is the same signature there (and serves the file)."""
+    return signature.lower() != signature and signature.upper() != signature
+
+
 def ranges(size: int, parts: int) -> list[tuple[int, int]]:
     """Split ``size`` bytes into at most ``parts`` inclusive ranges."""
     parts = max(1, min(parts, size))

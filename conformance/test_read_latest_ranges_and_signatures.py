@@ -12,6 +12,7 @@ import pytest
 from conformance.actions import (
     Box,
     carries_values,
+    case_matters,
     commit_ok,
     expect_error,
     expect_ok,
@@ -157,6 +158,13 @@ def _with_signature(url: str, change) -> str:  # noqa: ANN001
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
+def _signature_of(url: str) -> str:
+    """What ``_with_signature`` changes."""
+    seen: list[str] = []
+    _with_signature(url, lambda s: seen.append(s) or s)
+    return seen[0]
+
+
 def _last_char_changed(sig: str) -> str:
     """The last character moved 16 places in the base64url alphabet: that changes one of
     its top bits, which padding never covers, so the signature really differs."""
@@ -189,10 +197,11 @@ def test_signature_refused_when_changed_only_a_little(o41_env: Env, o41_api: Cli
     url = _urls(o41_api, a.artifact)["m"]
     changes = {
         "last character": _last_char_changed,
-        "letter case": str.swapcase,
         "last character dropped": lambda s: s[:-1],
         "last 3 characters dropped": lambda s: s[:-3],
     }
+    if case_matters(_signature_of(url)):
+        changes["letter case"] = str.swapcase
     for what, change in changes.items():
         check_equal(o41_api.fetch(_with_signature(url, change)).status, 403, "READ-4",
                     f"GET with the signature's {what}")

@@ -146,6 +146,25 @@ class ReshapedUrls(Mutant):
 
 
 @legal
+class HexSignaturesAnyCase(ReshapedUrls):
+    """Reshaped URLs whose signature is upper-case hex, read in any case (as
+    ``bytes.fromhex`` reads hex): a signature with its case swapped is the same signature,
+    and serves the file, while a changed digit still gets 403."""
+
+    name = "hex-signatures-any-case"
+    summary = "signed URLs with an upper-case hex signature that is read in any case"
+    prefix = "/hexblob/"
+
+    def shape(self, origin: str, n: int, real: str) -> str:
+        leaf = urlsplit(real).path.rsplit("/", 1)[-1] or "f"
+        return f"{origin}/hexblob/{n}/{leaf}?sig={self._sign(n).upper()}"
+
+    def check(self, request: Request) -> int | None:
+        sig = request.arg("sig") or ""
+        return super().check(request.with_query(sig=sig.lower()))
+
+
+@legal
 class ConflictsAtCommit(Mutant):
     """``version_exists`` and ``not_after_latest`` reported at commit: the write is accepted
     with URLs this proxy serves, and the commit answers the conflict the write met."""

@@ -105,6 +105,25 @@ def test_reshaped_urls_serve_the_real_url_and_refuse_a_changed_signature() -> No
     assert bad.status == 403 and bad.json()["error"]["code"] == "forbidden"
 
 
+def test_hex_signatures_serve_in_either_case_and_refuse_a_changed_digit() -> None:
+    def reply(r: Request) -> Response:
+        if r.kind == "data":
+            return Response(200, (), b"bytes of " + r.path.encode())
+        return _json(200, {"files": [{"name": "m", "url": ORIGIN + "/d/m?s=abc"}]})
+
+    up, variant = FakeUpstream(reply), make_variant("hex-signatures-any-case")
+    url = variant.handle(_post("versions/read", {}), up).json()["files"][0]["url"]
+    path, _, query = url[len(ORIGIN):].partition("?")
+    sig = query.removeprefix("sig=")
+    assert path.startswith("/hexblob/") and sig == sig.upper() and int(sig, 16) >= 0
+    for given in (sig, sig.lower(), sig.swapcase()):
+        got = variant.handle(Request("GET", path, (("sig", given),)), up)
+        assert got.status == 200 and got.body == b"bytes of /d/m"
+    changed = sig[:-1] + ("1" if sig.endswith("0") else "0")
+    bad = variant.handle(Request("GET", path, (("sig", changed),)), up)
+    assert bad.status == 403 and bad.json()["error"]["code"] == "forbidden"
+
+
 def test_conflicts_at_commit_accept_the_write_and_refuse_the_commit_with_its_code() -> None:
     def reply(r: Request) -> Response:
         if r.endpoint == "artifacts/open":
