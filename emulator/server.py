@@ -137,7 +137,7 @@ class EmulatorServer(BaseApplication):
         )
         # Imported here, in the worker, not by the master: the master only prepares storage
         # and supervises, and every page it holds counts again in each worker it forks
-        # (Flask, werkzeug, jinja2 and the views are about 6 MB; docs/performance.md).
+        # (Flask, werkzeug, jinja2 and the views: about 6 MB; docs/reliability.md, "Memory").
         from .app import create_app
 
         app = socket_bodies(create_app(self.settings, prepare=False))
@@ -154,7 +154,7 @@ def freeze_before_fork(server, worker) -> None:
     A worker's full collection (importing the app allocates enough to run one) would
     otherwise write to the header of every object it inherited, copying each page that
     holds one: the workers then share far fewer pages with the master (peak PSS while
-    streaming 100 MB rather than 87)."""
+    streaming 88 MB rather than 100)."""
     gc.freeze()
 
 

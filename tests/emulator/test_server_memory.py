@@ -1,7 +1,8 @@
 """The server's memory: glibc's malloc arenas are capped, which kept RSS creeping under a
 mixed load (the soak's figures are in docs/reliability.md; `python -m bench --soak 600`
 measures it), and the master loads nothing only the workers use, since every page it holds
-counts again in each worker it forks (docs/performance.md, "Where the memory goes")."""
+counts again in each worker it forks (docs/reliability.md, "Where the memory goes while
+streaming")."""
 
 from __future__ import annotations
 
