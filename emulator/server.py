@@ -153,8 +153,8 @@ def freeze_before_fork(server, worker) -> None:
 
     A worker's full collection (importing the app allocates enough to run one) would
     otherwise write to the header of every object it inherited, copying each page that
-    holds one: the workers then share far fewer pages with the master (peak PSS while
-    streaming 88 MB rather than 100)."""
+    holds one, and share far fewer pages with the master: peak PSS while streaming was
+    100 MB without this, 88 MB with it."""
     gc.freeze()
 
 
