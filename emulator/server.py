@@ -128,6 +128,12 @@ class EmulatorServer(BaseApplication):
     def load_config(self) -> None:
         for key, value in self.options.items():
             self.cfg.set(key, value)
+        # gunicorn >= 25.1 opens a control socket at one path per user (~/.gunicorn/gunicorn.ctl)
+        # by default: every emulator the user runs (a test suite starts dozens, some at once)
+        # would take it from the one before, and any process of the user could resize or
+        # reload this one through it. The emulator is managed by its own admin endpoints.
+        if "control_socket_disable" in self.cfg.settings:
+            self.cfg.set("control_socket_disable", True)
 
     def load(self):
         logging.basicConfig(

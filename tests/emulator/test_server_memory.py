@@ -45,3 +45,15 @@ def test_the_master_freezes_its_objects_before_each_fork(tmp_path):
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_serve_opens_no_control_socket_that_other_emulators_would_share(live_factory,
+                                                                        tmp_path):
+    """gunicorn's default control socket is one path per user: every emulator would take it
+    from the one before, and any process of the user could resize this one through it."""
+    home, runtime = tmp_path / "home", tmp_path / "run"
+    home.mkdir()
+    runtime.mkdir()
+    emu = live_factory(env={"HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)})
+    assert emu.http.request("GET", "/_emulator/health").status == 200
+    assert list(home.iterdir()) == [] and list(runtime.iterdir()) == []
