@@ -162,6 +162,11 @@ def test_artifacts_read_is_shaped_as_the_contract_says(o41_env: Env, o41_api: Cl
     a = open_box(o41_api, name, "box-a")
     reply = o41_api.artifact(name)
     body = expect_ok(reply, "API-1.e", "artifacts/read")
+    # The contract marks optional keys with "?"; these have none, so a null is sent as null
+    for key in ("artifact", "epoch", "holder", "latest", "versions", "forked_from",
+                "created_at"):
+        check(key in body, "API-1.e", f"artifacts/read of a new artifact: no {key!r} in "
+              f"{sorted(body)}")
     check_equal((body.get("artifact"), body.get("epoch"), body.get("holder"), body.get("latest"),
                  body.get("versions"), body.get("forked_from")),
                 (name, a.epoch, "box-a", None, 0, None), "API-1.e", "a new artifact")
@@ -225,6 +230,11 @@ def test_open_reply_is_shaped_as_the_contract_says(o41_env: Env, o41_api: Client
     for place in (topo.locations[0], topo.other_region(topo.locations[0].cloud)):
         name = o41_env.artifact("shape-o")
         body = expect_ok(o41_api.open(name, "latest", place, "box-a"), "API-1.g", "open")
+        # no key of the open's reply is optional: fenced and resume_from are sent as null
+        for key in ("artifact", "epoch", "token", "holder", "fenced", "resume_from",
+                    "write_location", "warnings"):
+            check(key in body, "API-1.g", f"open of a new artifact: no {key!r} in "
+                  f"{sorted(body)}")
         check_equal((body.get("artifact"), body.get("holder"), body.get("fenced"),
                      body.get("resume_from")), (name, "box-a", None, None), "API-1.g",
                     f"open of a new artifact from {place}")

@@ -1,0 +1,147 @@
+"""More mutants a blind adversary would write from docs/contract.md alone, for where writes
+go and how they are reported: a fork told the source's location, a write reply naming the
+box's own region, an unknown cloud's resume taken for no place, and placements booked when
+the upload is written instead of when it is committed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
+from conformance.mutants.m_fork import SOURCE
+from conformance.mutants.m_place import ReplyMutant, WriteReplyMutant, place_of
+from conformance.mutants.tracking import Tracked, body_of
+
+KNOWN = {"aws", "gcp", "azure"}
+
+
+def _cloud(side: Any) -> str:
+    return str((side or {}).get("cloud", "")).lower()
+
+
+def _route(location: Any, place: Any) -> str:
+    if _cloud(location) != _cloud(place):
+        return "cross_cloud"
+    return "local" if (location or {}).get("region") == (place or {}).get("region") \
+        else "inter_region"
+
+
+@mutant
+class ForkToldSourceLocation(ReplyMutant):
+    """A fork's ``write_location`` is the location of the version it forks (the fork
+    'continues where the source is'), while its writes still go to the box's location."""
+
+    name = "place-fork-write-location-is-the-source-versions"
+    clause = "PLACE-1.a"
+    summary = "a fork opened from another place is told it writes at the source's location"
+    endpoint = "artifacts/open"
+
+    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
+        resume, place = body.get("resume_from"), place_of(request)
+        sent = body_of(request).get("resume")
+        if not isinstance(sent, str) or not SOURCE.match(sent) or not isinstance(resume, dict) \
+                or not place:
+            return None
+        loc = resume.get("location") or {}
+        if loc == {k: v for k, v in (body.get("write_location") or {}).items() if k != "route"}:
+            return None
+        return {**body, "write_location": {**loc, "route": _route(loc, place)}}
+
+
+@mutant
+class WriteReplyNamesBoxRegion(WriteReplyMutant):
+    """A write of a box away from any location answers, as its ``location``, the box's own
+    cloud and region (the bucket it would have liked), not the one it writes to."""
+
+    name = "api-write-reply-location-is-the-box-region"
+    clause = "API-1.d"
+    summary = "versions/write of an inter-region box answers location = the box's region"
+
+    def change_write(self, request, upstream, body, place):  # noqa: ANN001, ANN201
+        if not place or body.get("route") != "inter_region":
+            return None
+        return {**body, "location": {"cloud": _cloud(place), "region": place.get("region")}}
+
+
+@mutant
+class UnknownCloudResumeUnplaced(ReplyMutant):
+    """The ``resume_from`` of an open from a cloud outside the table has ``route`` and
+    ``cross_cloud`` null, as if the box had given no place."""
+
+    name = "xc-resume-from-of-an-unknown-cloud-box-unplaced"
+    clause = "XC-1.a"
+    summary = "resume_from of a box at oracle/x says route and cross_cloud null"
+    endpoint = "artifacts/open"
+
+    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
+        resume, place = body.get("resume_from"), place_of(request)
+        if not isinstance(resume, dict) or not place or _cloud(place) in KNOWN:
+            return None
+        return {**body, "resume_from": {**resume, "route": None, "cross_cloud": None}}
+
+
+@mutant
+class PlacementsAtWrite(Tracked):
+    """``placements`` books a version away from its box when the upload is fully written,
+    so an upload whose commit was refused (fenced, incomplete) still counts there."""
+
+    name = "usage-placements-count-refused-uploads"
+    clause = "USAGE-1.e"
+    summary = "placements count versions and bytes of uploads whose commit was refused"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        body = body_of(request)
+        reply = response.json()
+        if request.endpoint == "artifacts/open" and response.ok and isinstance(reply, dict):
+            with self.lock:
+                self.state.setdefault("places", {})[reply.get("token")] = place_of(request)
+            return response
+        if request.endpoint == "versions/write" and response.ok and isinstance(reply, dict):
+            with self.lock:
+                self.state.setdefault("writes", {})[str(reply.get("upload"))] = reply
+            return response
+        if request.endpoint == "versions/commit" and response.status == 409 \
+                and error_code(response) in ("fenced", "incomplete"):
+            self._refused(body)
+            return response
+        if request.endpoint != "usage/read" or not response.ok or not isinstance(reply, dict):
+            return response
+        return self._shown(response, reply)
+
+    def _refused(self, body: dict[str, Any]) -> None:
+        with self.lock:
+            up = self.t.uploads.get(str(body.get("upload")))
+            write = self.state.get("writes", {}).get(str(body.get("upload")))
+            if up is None or write is None or write.get("route") == "local" or not up.complete:
+                return
+            place = self.state.get("places", {}).get(up.token)
+            self.state.setdefault("booked", {})[up.upload] = {
+                "artifact": up.artifact, "place": place, "location": write.get("location"),
+                "route": write.get("route"), "bytes": sum(map(len, up.puts.values()))}
+
+    def _shown(self, response: Response, reply: dict[str, Any]) -> Response:
+        with self.lock:
+            booked = list(self.state.get("booked", {}).values())
+        rows = [dict(p) for p in reply.get("placements") or [] if isinstance(p, dict)]
+        touched = False
+        for b in booked:
+            if not isinstance(b["place"], dict):
+                continue
+            same = [p for p in rows if p.get("artifact", b["artifact"]) == b["artifact"]
+                    and _cloud(p.get("place")) == _cloud(b["place"])
+                    and (p.get("place") or {}).get("region") == b["place"].get("region")]
+            if not same:
+                if not any(r.get("artifact") == b["artifact"]
+                           for r in reply.get("transfers") or []):
+                    continue  # not this report's artifact
+                kind = "default" if b["route"] == "inter_region" else "fallback"
+                rows.append({"kind": kind, "place": b["place"], "location": b["location"],
+                             "route": b["route"], "artifact": b["artifact"], "versions": 0,
+                             "bytes": 0})
+                same = rows[-1:]
+            same[0]["versions"] = int(same[0].get("versions") or 0) + 1
+            same[0]["bytes"] = int(same[0].get("bytes") or 0) + b["bytes"]
+            touched = True
+        return response.with_json(dict(reply, placements=rows)) if touched else response
+
+
