@@ -180,6 +180,22 @@ def test_artifacts_read_is_shaped_as_the_contract_says(o41_env: Env, o41_api: Cl
                 (b.epoch, "box-b", "step-00000011", 2, None), "API-1.e", "after two versions")
 
 
+@pytest.mark.rule("API-1.e")
+def test_artifacts_read_counts_the_versions_left_after_a_delete(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """``versions`` is the count of the versions there are: a deleted one (VER-7) no longer
+    counts, and ``latest`` stays."""
+    name = o41_env.artifact("shape-count")
+    a = open_box(o41_api, name, "box-a")
+    for step in (1, 2, 3):
+        commit_ok(o41_api, a, f"step-{step:08d}", make_files({"m": 4}, step))
+    expect_ok(o41_api.delete(name, a.token, "step-00000002"), "VER-7.a", "delete")
+    body = expect_ok(o41_api.artifact(name), "API-1.e", "artifacts/read after the delete")
+    check_equal((body.get("versions"), body.get("latest")), (2, "step-00000003"), "API-1.e",
+                "versions and latest after deleting step-00000002")
+
+
 @pytest.mark.rule("FENCE-2.f")
 def test_made_up_holder_is_the_holder_everywhere(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("shape-h")

@@ -145,3 +145,66 @@ class PlacementsAtWrite(Tracked):
         return response.with_json(dict(reply, placements=rows)) if touched else response
 
 
+
+
+@mutant
+class AzureInterRegionPublishedAtEgress(Tracked):
+    """``prices`` publishes ``inter_region`` per cloud with azure's at its egress price
+    0.087 (rows are still charged by the table)."""
+
+    name = "usage-prices-publish-azure-inter-region-at-0.087"
+    clause = "USAGE-1.f"
+    summary = "usage's prices show inter_region azure 0.087 (table: 0.02 in every cloud)"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        reply = response.json()
+        if request.endpoint != "usage/read" or not response.ok or not isinstance(reply, dict):
+            return response
+        prices = reply.get("prices")
+        inter = prices.get("inter_region") if isinstance(prices, dict) else None
+        if isinstance(inter, dict):
+            inter = {**inter, "azure": 0.087}
+        elif isinstance(inter, int | float):
+            inter = {"aws": inter, "gcp": inter, "azure": 0.087}
+        else:
+            return response
+        return response.with_json({**reply, "prices": {**prices, "inter_region": inter}})
+
+
+@mutant
+class EmptyArtifactMeansAll(Tracked):
+    """``usage/read?artifact=`` (present but empty) answers as if ``artifact`` were absent:
+    the usage of everything the key can read."""
+
+    name = "api-usage-with-empty-artifact-reports-everything"
+    clause = "API-1.f"
+    summary = "usage/read?artifact= (empty) answers all usage instead of 400"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        if request.endpoint == "usage/read" and request.arg("artifact") == "":
+            return request.with_query(artifact=None)
+        return None
+
+
+@mutant
+class StaleTokenCommitsNewestUpload(Tracked):
+    """A commit is checked against its upload's epoch only: a stale token commits an upload
+    the newest holder started (the token's own epoch is never compared)."""
+
+    name = "fence-stale-token-commits-the-newest-holders-upload"
+    clause = "FENCE-2.b"
+    summary = "a commit with a fenced token of an upload started by the newest token commits"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint != "versions/commit" or error_code(response) != "fenced":
+            return response
+        body = body_of(request)
+        with self.lock:
+            up = self.t.uploads.get(str(body.get("upload")))
+            newest = self.t.newest.get(str(body.get("artifact")))
+            stale = self.t.tokens.get(str(body.get("token")))
+        if up is None or newest is None or stale is None or up.token != newest.token \
+                or stale.artifact != newest.artifact or stale.epoch >= newest.epoch:
+            return response
+        again = upstream.send(request.with_json(dict(body, token=newest.token)))
+        return again if again.ok else response
