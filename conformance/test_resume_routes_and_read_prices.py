@@ -73,3 +73,25 @@ def test_a_reader_in_an_unknown_cloud_pays_by_the_cloud_the_bytes_leave(
         check(close(got, want), "USAGE-1.c",
               f"a read of {size} bytes of {home} from {UNKNOWN_PLACE} costs {got}, not "
               f"{want} (the price of {home.cloud}, the cloud the bytes leave)")
+
+
+@pytest.mark.fallback
+@pytest.mark.rule("XC-1.a", "XC-1.b")
+def test_a_resume_from_a_cloud_the_target_does_not_know_is_cross_cloud(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A relaunch from a place in no cloud of the target has a place all the same: its
+    ``resume_from`` is ``cross_cloud`` (true), never the nulls of a box without a place."""
+    topo = o41_env.topology
+    for cloud in topo.clouds:
+        home = topo.default_for(cloud)
+        assert home is not None
+        name = o41_env.artifact(f"xc-unknown-{cloud}")
+        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
+                  make_files({"m": 32}, 102), "XC-1.a")
+        opened = expect_ok(o41_api.open(name, "latest", UNKNOWN_PLACE, "box-u"), "XC-1.a",
+                           f"relaunch at {UNKNOWN_PLACE}")
+        resume = opened.get("resume_from") or {}
+        check_equal((resume.get("route"), resume.get("cross_cloud")), ("cross_cloud", True),
+                    "XC-1.a", f"route and cross_cloud of resume_from at {UNKNOWN_PLACE} "
+                    f"(version in {home})")

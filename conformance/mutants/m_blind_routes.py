@@ -208,3 +208,48 @@ class StaleTokenCommitsNewestUpload(Tracked):
             return response
         again = upstream.send(request.with_json(dict(body, token=newest.token)))
         return again if again.ok else response
+
+
+@mutant
+class ResumeRouteCaseSensitive(ReplyMutant):
+    """The ``resume_from`` of a relaunch compares the box's cloud as spelled: a box at
+    ``GCP/<another region>`` resuming a gcp version is told route ``cross_cloud``."""
+
+    name = "xc-resume-route-compares-cloud-as-spelled"
+    clause = "XC-1.b"
+    summary = "resume_from of a box at GCP/<other region> of a gcp version says cross_cloud"
+    endpoint = "artifacts/open"
+
+    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
+        resume, place = body.get("resume_from"), place_of(request)
+        if not isinstance(resume, dict) or not place \
+                or str(place.get("cloud")) == _cloud(place) \
+                or resume.get("route") != "inter_region":
+            return None
+        return {**body, "resume_from": {**resume, "route": "cross_cloud"}}
+
+
+@mutant
+class ForkSourceNeedsOwnOpen(Tracked):
+    """A fork by a prefix-scoped key needs the source to be one the key writes: a source
+    under its read-only prefix gets 403 (the source's scope is checked for write)."""
+
+    name = "fork-from-a-read-only-source-by-a-scoped-key-refused"
+    clause = "FORK-1.d"
+    summary = "a scoped key cannot fork from a source it may only read (403)"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        from conformance.mutants.tracking import key_of  # noqa: PLC0415
+
+        resume = body_of(request).get("resume")
+        if request.endpoint != "artifacts/open" or not isinstance(resume, str) \
+                or not SOURCE.match(resume):
+            return None
+        source = SOURCE.match(resume).group(1)  # type: ignore[union-attr]
+        key = key_of(request)
+        with self.lock:
+            scoped = key in self.t.refused_keys
+            writes = any(o.key == key for o in self.t.opens.get(source, []))
+        if scoped and not writes:
+            return Response.error(403, "forbidden", "this key cannot write the fork's source")
+        return None
