@@ -253,3 +253,54 @@ class ForkSourceNeedsOwnOpen(Tracked):
         if scoped and not writes:
             return Response.error(403, "forbidden", "this key cannot write the fork's source")
         return None
+
+
+@mutant
+class BearerWithMoreWords(Tracked):
+    """``Authorization: Bearer <key> <more>`` is taken as ``Bearer <key>`` (the header is
+    split on spaces and its second word used), though it is not ``Bearer <key>``."""
+
+    name = "auth-bearer-key-followed-by-more-words-accepted"
+    clause = "AUTH-1.a"
+    summary = "an Authorization header 'Bearer <key> <junk>' is accepted as the key"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        words = (request.header("Authorization") or "").split()
+        if request.kind == "api" and len(words) > 2 and words[0] == "Bearer":
+            return request.with_header("Authorization", f"Bearer {words[1]}")
+        return None
+
+
+@mutant
+class PlacementRowPerRelaunch(Tracked):
+    """A placements row is kept per open (epoch): a box relaunched at the same place away
+    from its region gets a second row, instead of one row counting all its versions."""
+
+    name = "usage-placements-row-per-relaunch-at-one-place"
+    clause = "USAGE-1.e"
+    summary = "versions written away by two launches at one place show as two placement rows"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        from conformance.mutants.tracking import api_get, key_of  # noqa: PLC0415
+
+        reply = response.json()
+        if request.endpoint != "usage/read" or not response.ok or not isinstance(reply, dict):
+            return response
+        rows: list[dict[str, Any]] = []
+        touched = False
+        for p in reply.get("placements") or []:
+            art = p.get("artifact") if isinstance(p, dict) else None
+            listed = api_get(upstream, "versions/list", key_of(request), artifact=str(art)) \
+                if art else None
+            mine = [v for v in ((listed.json() or {}).get("versions") or [])
+                    if v.get("location") == p.get("location")] if listed and listed.ok else []
+            epochs = sorted({v.get("epoch") for v in mine}, key=str)
+            if len(epochs) < 2 or len(mine) != p.get("versions") \
+                    or sum(int(v.get("size") or 0) for v in mine) != p.get("bytes"):
+                rows.append(p)
+                continue
+            for e in epochs:
+                of = [v for v in mine if v.get("epoch") == e]
+                rows.append(dict(p, versions=len(of), bytes=sum(int(v["size"]) for v in of)))
+            touched = True
+        return response.with_json(dict(reply, placements=rows)) if touched else response
