@@ -1,5 +1,5 @@
 """Mutants written as a blind adversary would, from docs/contract.md alone, for routes and
-money: GB read as GiB, a refused PUT billed, reads metered only on one kind of URL, rows
+money: GB read as GiB, prices looked up by the wrong cloud, rows
 split by the reply that issued the URLs or by the write call, placements with the wrong
 route, location or kind, and clouds compared as spelled."""
 
@@ -128,65 +128,6 @@ class NoPlaceReadsLocal(UsageMutant):
         for r in rows:
             r["route"], r["cost_usd"] = "local", 0.0
         return retotal(body) if rows else None
-
-
-class _UnmeteredUrls(ServedBytes):
-    """Bytes served through URLs that :meth:`unmetered` picks are not counted."""
-
-    def unmetered(self, request: Request, info: dict) -> bool:
-        return False
-
-    def delta(self, request, resp, info):  # noqa: ANN001, ANN201
-        if request.method == "GET" and resp.status in (200, 206) \
-                and self.unmetered(request, info):
-            return -len(resp.body)
-        return 0
-
-
-@mutant
-class ResumeUrlsUnmetered(_UnmeteredUrls):
-    """Bytes served through an open's ``resume_from`` URLs are not counted (metering hangs
-    on ``versions/read``)."""
-
-    name = "usage-reads-through-resume-from-urls-not-counted"
-    clause = "USAGE-1.b"
-    summary = "downloads of an open's resume_from URLs are missing from usage"
-
-    def remember(self, request: Request, resp: Response) -> None:
-        before = set(self.urls)
-        super().remember(request, resp)
-        if request.endpoint == "artifacts/open":
-            with self.lock:
-                self.state.setdefault("resumed", set()).update(set(self.urls) - before)
-
-    def unmetered(self, request: Request, info: dict) -> bool:
-        from conformance.mutants.m_read import request_key  # noqa: PLC0415
-
-        with self.lock:
-            return request_key(request) in self.state.get("resumed", set())
-
-
-@mutant
-class DeletedVersionReadsUnmetered(_UnmeteredUrls):
-    """Bytes a URL serves after its version was deleted (VER-7.c lets it) are not counted:
-    the meter looks the version up and finds nothing."""
-
-    name = "usage-reads-of-a-deleted-versions-urls-not-counted"
-    clause = "USAGE-1.b"
-    summary = "downloads through URLs of a version deleted since are missing from usage"
-
-    def forward(self, request: Request, upstream: Upstream) -> Response:
-        resp = super().forward(request, upstream)
-        body = resp.json()
-        if request.endpoint == "versions/delete" and resp.ok and isinstance(body, dict):
-            with self.lock:
-                self.state.setdefault("deleted", set()).add(
-                    (body.get("artifact"), body.get("version")))
-        return resp
-
-    def unmetered(self, request: Request, info: dict) -> bool:
-        with self.lock:
-            return (info["artifact"], info["version"]) in self.state.get("deleted", set())
 
 
 # --- USAGE-1.d ---------------------------------------------------------------------------

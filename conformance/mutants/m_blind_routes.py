@@ -304,3 +304,54 @@ class PlacementRowPerRelaunch(Tracked):
                 rows.append(dict(p, versions=len(of), bytes=sum(int(v["size"]) for v in of)))
             touched = True
         return response.with_json(dict(reply, placements=rows)) if touched else response
+
+
+@mutant
+class RelaunchToldResumedLocation(ReplyMutant):
+    """A relaunch at ``latest`` from a place with its own location is told it writes where
+    the resumed version is (the bucket 'stays with the run'), while its writes still go to
+    its own location."""
+
+    name = "place-relaunch-write-location-is-the-resumed-versions"
+    clause = "PLACE-1.a"
+    summary = "a relaunch elsewhere is told write_location = the resumed version's location"
+    endpoint = "artifacts/open"
+
+    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
+        resume, place = body.get("resume_from"), place_of(request)
+        if body_of(request).get("resume") != "latest" or not isinstance(resume, dict) \
+                or not place:
+            return None
+        loc = resume.get("location") or {}
+        wl = body.get("write_location") or {}
+        if wl.get("route") != "local" or loc == {k: v for k, v in wl.items() if k != "route"}:
+            return None
+        return {**body, "write_location": {**loc, "route": _route(loc, place)}}
+
+
+@mutant
+class RefusedByKeyNamedFenced(Tracked):
+    """An open refused 403 for its key still records its holder as the artifact's last
+    opener: the next successful open's ``fenced`` names it (the epoch is right)."""
+
+    name = "fence-open-refused-403-named-by-the-next-fenced"
+    clause = "FENCE-2.d"
+    summary = "after an open refused 403, the next open's fenced names the refused holder"
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        if request.endpoint != "artifacts/open":
+            return response
+        art, holder = body_of(request).get("artifact"), body_of(request).get("holder")
+        if response.status == 403 and isinstance(holder, str):
+            with self.lock:
+                self.state.setdefault("refused", {})[art] = holder
+            return response
+        reply = response.json()
+        if not response.ok or not isinstance(reply, dict):
+            return response
+        with self.lock:
+            name = self.state.setdefault("refused", {}).pop(art, None)
+        fenced = reply.get("fenced")
+        if name and isinstance(fenced, dict):
+            return response.with_json(dict(reply, fenced=dict(fenced, holder=name)))
+        return response
