@@ -21,6 +21,7 @@ from conformance.actions import (
 )
 from conformance.client import Client
 from conformance.env import Env
+from conformance.rules import check
 
 V1, V2 = "step-00000001", "step-00000002"
 
@@ -110,3 +111,22 @@ def test_an_open_by_a_key_that_cannot_write_is_forbidden_before_a_mistyped_field
     for artifact, was in before.items():
         expect_unchanged(o41_api, artifact, was, "AUTH-2.b", "the refused opens")
     expect_writer_alive(o41_api, held, V2, "AUTH-2.b", "after the refused opens")
+
+
+@pytest.mark.rule("API-1.f", "OPEN-3.b")
+def test_an_open_without_resume_never_resumes_a_checkpoint(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """The open body's ``resume`` is not optional (only ``holder`` is): an open that leaves
+    it out, of an artifact with checkpoints, is refused (400 for the missing field, or 409
+    ``has_checkpoints`` where it is read as a fresh start), never a resume, and changes
+    nothing."""
+    a = open_box(o41_api, o41_env.artifact("no-resume"), "box-a")
+    commit_ok(o41_api, a, V1, make_files({"m": 12}, 96), "API-1.f")
+    before = snapshot(o41_api, a.artifact)
+    reply = o41_api.call("POST", "/artifacts/open", body={
+        "artifact": a.artifact, "place": None, "holder": "box-n"})
+    check((reply.status, reply.code) in ((400, "invalid_argument"), (409, "has_checkpoints")),
+          "API-1.f", f"an open without resume of an artifact with checkpoints: {reply.brief()}")
+    expect_unchanged(o41_api, a.artifact, before, "API-1.f", "the open without resume")
+    expect_writer_alive(o41_api, a, V2, "API-1.f", "after the open without resume")

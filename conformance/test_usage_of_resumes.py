@@ -1,8 +1,8 @@
-"""USAGE-1.b for the download the contract's story is about: a relaunch that fetches its
-``resume_from`` through the open's own URLs. Those bytes are served like any other and are
-counted, to the byte, on the route from the version's location to the relaunched box, and
-priced by the cloud they leave. A server that meters only ``versions/read``'s URLs shows
-none of them."""
+"""USAGE-1.b for downloads a meter hung on one path misses: a relaunch that fetches its
+``resume_from`` through the open's own URLs, and a read-only key (an evaluation job, say)
+that downloads a checkpoint. Those bytes are served like any other and are counted, to the
+byte, on the route from the version's location to the reader, and priced by the cloud they
+leave."""
 
 from __future__ import annotations
 
@@ -46,3 +46,25 @@ def test_bytes_a_relaunch_downloads_through_resume_from_are_counted(
         # bytes per route and their price, re-read for a moment while a meter catches up
         model.check_settled(name, lambda n=name: expect_ok(o41_api.usage(n), "USAGE-1.b",
                                                              f"usage of {n}"))
+
+
+@pytest.mark.usage
+@pytest.mark.read_key
+@pytest.mark.rule("USAGE-1.b")
+def test_bytes_a_read_only_key_downloads_are_counted(
+    o41_env: Env, o41_api: Client, o41_reader: Client
+) -> None:
+    topo = o41_env.topology
+    home = topo.locations[0]
+    reader_at = next((p for p in topo.locations if p.cloud != home.cloud), UNKNOWN_PLACE)
+    name = o41_env.artifact("usage-reader")
+    model = UsageModel()
+    commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
+              make_files({"m": SIZE}, 111), "USAGE-1.b")
+    model.put(name, home, home, SIZE).settled = True
+    body = expect_ok(o41_reader.read(name, urls=True, place=reader_at), "AUTH-3.a",
+                     f"read by the read-only key from {reader_at}")
+    download(o41_reader, body)
+    model.read(name, home, reader_at, SIZE)
+    model.check_settled(name, lambda: expect_ok(o41_api.usage(name), "USAGE-1.b",
+                                                f"usage of {name}"))

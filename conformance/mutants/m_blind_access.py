@@ -326,3 +326,20 @@ class BodyBeforeScope(Tracked):
         if bad_place or not isinstance(holder, str):
             return Response.error(400, "invalid_argument", "place needs 'cloud' and 'region'")
         return response
+
+
+@mutant
+class MissingResumeMeansLatest(Tracked):
+    """An open whose body has no ``resume`` key resumes from ``latest`` (a convenient
+    default), though the contract's open body requires ``resume``."""
+
+    name = "open-without-resume-key-resumes-latest"
+    clause = "API-1.f"
+    summary = "an open body without resume resumes the latest checkpoint instead of 400"
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        body = body_of(request)
+        if _open(request) and body and "resume" not in body \
+                and isinstance(body.get("artifact"), str):
+            return request.with_json(dict(body, resume="latest"))
+        return None

@@ -1,10 +1,13 @@
 """Mutants a blind adversary would write from docs/contract.md alone for what usage
 meters (USAGE-1.b): bytes served through some kind of URL left uncounted, those of an
-open's ``resume_from``, of a version deleted since, or of a key that opened nothing."""
+open's ``resume_from``, of a version deleted since, or of a key that opened nothing; and
+the data plane's errors answered as an object store answers them."""
 
 from __future__ import annotations
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
+from dataclasses import replace
+
+from conformance.mutants.base import Mutant, Request, Response, Upstream, mutant
 from conformance.mutants.usage_replies import ServedBytes
 
 
@@ -87,3 +90,36 @@ class OtherKeysReadsUnmetered(_UnmeteredUrls):
         with self.lock:
             openers = self.state.get("openers", set())
         return bool(openers) and info.get("auth") not in openers
+
+
+class _DataErrorAsXml(Mutant):
+    """Data-plane errors with ``status`` are answered the way an object store answers them,
+    an XML body, instead of the contract's JSON error."""
+
+    status = 403
+    code = "AccessDenied"
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        resp = upstream.send(request)
+        if request.kind != "data" or resp.status != self.status:
+            return resp
+        xml = (f"<?xml version=\"1.0\"?><Error><Code>{self.code}</Code>"
+               "<Message>Request refused</Message></Error>").encode()
+        kept = tuple((k, v) for k, v in resp.headers if k.lower() != "content-type")
+        return replace(resp, headers=(*kept, ("Content-Type", "application/xml")), body=xml)
+
+
+@mutant
+class Data403AsXml(_DataErrorAsXml):
+    name = "api-signed-url-403-answered-in-xml"
+    clause = "API-1.a"
+    summary = "a refused signed URL answers 403 with an S3-style XML body, not JSON"
+
+
+@mutant
+class Data413AsXml(_DataErrorAsXml):
+    name = "api-put-413-answered-in-xml"
+    clause = "API-1.a"
+    summary = "a PUT over its declared size answers 413 with an S3-style XML body, not JSON"
+    status = 413
+    code = "EntityTooLarge"
