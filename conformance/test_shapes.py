@@ -8,6 +8,7 @@ fields and the exact timestamp format stay open.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -21,6 +22,7 @@ from conformance.actions import (
     file_specs,
     make_files,
     open_box,
+    tampered_url,
 )
 from conformance.client import Client, Reply, parse_time
 from conformance.env import Env
@@ -238,6 +240,38 @@ def test_errors_are_json_code_and_sentence(o41_env: Env, o41_api: Client) -> Non
               f"{what}: Content-Type {reply.headers.get('Content-Type')!r}")
         check(_sentence(reply.body["error"].get("message"), code), "API-1.a",
               f"{what}: message {reply.body['error'].get('message')!r} is no human sentence")
+
+
+@pytest.mark.rule("API-1.a", "READ-4.b")
+def test_a_refused_signed_url_answers_the_contracts_json_error(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A signed URL that is wrong is in the error table (403 ``forbidden``), so its refusal
+    is the contract's JSON error like any other, not an object store's XML or a bare text,
+    for a GET URL and for a write's PUT URL alike."""
+    a = open_box(o41_api, o41_env.artifact("shape-url-error"), "box-a")
+    commit_ok(o41_api, a, "step-00000001", make_files({"m": 64}))
+    body = expect_ok(o41_api.read(a.artifact, urls=True), "READ-2.a", "read with urls")
+    specs = [f.as_json() for f in file_specs(make_files({"p": 8}))]
+    write = expect_ok(o41_api.write(a.artifact, a.token, "step-00000002", specs), "API-1.d",
+                      "write")
+    cases = [("GET", body["files"][0]["url"], None), ("PUT", write["files"][0]["url"], b"x" * 8)]
+    for method, url, data in cases:
+        reply = o41_api.fetch(tampered_url(o41_api.absolute(url)), method=method, data=data)
+        what = f"{method} of a signed URL with a changed signature"
+        check_equal(reply.status, 403, "READ-4.b", what)
+        try:
+            err = json.loads(reply.content)["error"]
+        except (ValueError, KeyError, TypeError):
+            err = None
+        check(isinstance(err, dict) and err.get("code") == "forbidden", "API-1.a",
+              f"{what}: body {reply.content[:200]!r} is not {{\"error\": {{\"code\": "
+              "\"forbidden\", ...}}")
+        message = err.get("message") if isinstance(err, dict) else None
+        check(_sentence(message, "forbidden"), "API-1.a",
+              f"{what}: message {message!r} is no human sentence")
+        check("json" in reply.headers.get("Content-Type", ""), "API-1.a",
+              f"{what}: Content-Type {reply.headers.get('Content-Type')!r}")
 
 
 @pytest.mark.rule("API-1.g")
