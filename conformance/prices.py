@@ -48,8 +48,15 @@ def prices_missing(prices: Any) -> list[str]:
 
     table = DEFAULT_PRICES["cross_cloud"]
     problems = []
-    if not holds({"inter_region"}, DEFAULT_PRICES["inter_region"]["aws"]):
-        problems.append(f"no inter_region price {DEFAULT_PRICES['inter_region']['aws']}")
+    inter = DEFAULT_PRICES["inter_region"]["aws"]
+    if not holds({"inter_region"}, inter):
+        problems.append(f"no inter_region price {inter}")
+    for cloud in CLOUDS:
+        # one inter_region price per cloud is allowed, and then each is the table's (0.02
+        # in every cloud): a cloud's own entry at another price is a wrong table
+        if any({"inter_region", cloud} <= w for w, _ in leaves) \
+                and not holds({"inter_region", cloud}, inter):
+            problems.append(f"inter_region of {cloud} is not priced {inter}")
     if not holds({"cross_cloud"}, table["other"], without=CLOUDS):
         problems.append(f"no cross_cloud price {table['other']} for a cloud outside "
                         f"{', '.join(CLOUDS)}")

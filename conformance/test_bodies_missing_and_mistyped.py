@@ -107,6 +107,14 @@ def test_names_with_a_stray_slash_and_reads_without_artifact_invalid(
     for path in ("/versions/read", "/versions/list", "/artifacts/read"):
         reply = o41_api.call("GET", path, params={"version": "latest"})
         expect_error(reply, 400, "invalid_argument", "API-1.f", f"{path} without artifact")
+    # ``artifact=`` given empty is a malformed name, not an absent one (for usage/read the
+    # absent one means "everything the key can read")
+    paths = ["/versions/read", "/versions/list", "/artifacts/read"]
+    if o41_env.capability("usage")[0]:
+        paths.append("/usage/read")
+    for path in paths:
+        reply = o41_api.call("GET", path, params={"artifact": ""})
+        expect_error(reply, 400, "invalid_argument", "API-1.f", f"{path}?artifact= (empty)")
     state = expect_ok(o41_api.artifact(a.artifact), "API-1.e", "artifacts/read")
     check_equal(state.get("epoch"), a.epoch, "API-1.f", "epoch after the refused opens")
 

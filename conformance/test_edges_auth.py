@@ -83,6 +83,8 @@ def test_malformed_authorization_refused_on_every_endpoint(o41_env: Env, o41_api
         "bare-key": {"Authorization": key},
         "bearer-only": {"Authorization": "Bearer"},
         "token-scheme": {"Authorization": f"Token {key}"},
+        # the key and then more: not ``Bearer <key>``, though its second word is the key
+        "bearer-two-words": {"Authorization": f"Bearer {key} {key}"},
     }
     box, upload = _held(o41_api, o41_env.artifact("a1a"))
     for who, hdrs in headers.items():

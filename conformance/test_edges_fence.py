@@ -24,6 +24,7 @@ from conformance.actions import (
     file_specs,
     make_files,
     open_box,
+    scoped_name,
     start_upload,
 )
 from conformance.client import Client
@@ -255,6 +256,31 @@ def test_tokens_almost_right_are_invalid(o41_env: Env, o41_api: Client) -> None:
     expect_invisible(
         o41_api, name, "step-00000001", "FENCE-2.e", "an upload committed by bad tokens"
     )
+    expect_ok(o41_api.commit(name, a.token, staged), "FENCE-2.e", "commit with the right token")
+
+
+@pytest.mark.rule("FENCE-2.e")
+@pytest.mark.scoped_key
+def test_token_of_the_same_name_in_another_project_is_invalid(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A token belongs to one artifact, project included: the token of ``Q/run`` is 400 on
+    ``P/run`` (a server that files tokens by the name part alone takes it). The other
+    project is the scoped key's write prefix, where the write key writes too."""
+    other = scoped_name(o41_env, "tok-twin")
+    project, part = o41_env.artifact("tok-twin").split("/")[0], other.split("/", 1)[1]
+    if other.split("/")[0] == project:
+        pytest.skip("the scoped key's write prefix is inside the run's project")
+    name = f"{project}/{part}"
+    a = open_box(o41_api, name, "box-a")
+    twin = open_box(o41_api, other, "box-t")
+    staged = _staged(o41_api, a, "step-00000001")
+    specs = [f.as_json() for f in file_specs(make_files(TINY))]
+    expect_error(o41_api.write(name, twin.token, "step-00000002", specs), 400,
+                 "invalid_argument", "FENCE-2.e", f"write to {name} with the token of {other}")
+    expect_error(o41_api.commit(name, twin.token, staged), 400, "invalid_argument",
+                 "FENCE-2.e", f"commit to {name} with the token of {other}")
+    expect_invisible(o41_api, name, "step-00000001", "FENCE-2.e", "the refused commit")
     expect_ok(o41_api.commit(name, a.token, staged), "FENCE-2.e", "commit with the right token")
 
 

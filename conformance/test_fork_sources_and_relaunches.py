@@ -16,6 +16,7 @@ from conformance.actions import (
     expect_ok,
     make_files,
     open_box,
+    start_upload,
 )
 from conformance.client import Client
 from conformance.env import Env
@@ -118,6 +119,26 @@ def test_repeated_forks_leave_the_source_writing(o41_env: Env, o41_api: Client) 
     after = _state(o41_api, src, "FORK-2")
     check_equal(after, before, "FORK-2", "source epoch, holder, latest after two forks")
     commit_ok(o41_api, src_box, "step-00000003", make_files(FILES, seed=7), rule="FORK-2")
+
+
+@pytest.mark.rule("FORK-2.c")
+def test_a_fork_leaves_the_sources_upload_in_flight_committable(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """FORK-2.c: the source's holder had an upload fully PUT when the fork happened; the
+    fork reads a committed version and fences nobody, so that upload still commits and
+    becomes the source's latest."""
+    src, src_box, _ = _source(o41_env, o41_api, 1)
+    files = make_files(FILES, seed=11)
+    staged = start_upload(o41_api, src, src_box.token, "step-00000002", files)
+    upload = str(expect_ok(staged.write, "FORK-2", "the source's write")["upload"])
+    open_box(o41_api, o41_env.artifact("fork-inflight"), "forker",
+             resume=f"o41://{src}/step-00000001", rule="FORK-2")
+    version = expect_ok(o41_api.commit(src, src_box.token, upload), "FORK-2.c",
+                        "the source's commit of an upload started before the fork")
+    check_equal(version.get("version"), "step-00000002", "FORK-2.c", "the committed version")
+    check_equal(_state(o41_api, src, "FORK-2")[2], "step-00000002", "FORK-2.c",
+                "the source's latest after the fork and the commit")
 
 
 @pytest.mark.rule("FORK-1.d")

@@ -63,3 +63,35 @@ def test_clouds_in_replies_lower_case_however_the_box_spells_them(
         b = open_box(o41_api, a.artifact, "box-b", upper, rule="OPEN-2")
         check_equal(_cloud((b.opened.get("resume_from") or {}).get("location")), loc.cloud,
                     "API-1.b", "resume_from location cloud")
+
+
+@pytest.mark.rule("PLACE-1.a", "FORK-2.a")
+def test_a_fork_writes_where_its_box_is_not_where_its_source_is(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A fork opened at a location's own place writes there (route ``local``), wherever the
+    source version it resumes is stored: the open's ``write_location``, the write reply and
+    the fork's first version all say the box's location."""
+    locations = o41_env.topology.locations
+    if len(locations) < 2:
+        pytest.skip("needs two locations")
+    for i, src_loc in enumerate(locations):
+        box_loc = locations[(i + 1) % len(locations)]
+        src = open_box(o41_api, o41_env.artifact("fork-where-src"), "box-s", src_loc)
+        commit_ok(o41_api, src, "step-00000001", make_files({"m": 6}, 50 + i), "PLACE-1.a")
+        fork = open_box(o41_api, o41_env.artifact("fork-where"), "box-f", box_loc,
+                        resume=f"o41://{src.artifact}/step-00000001", rule="FORK-2.a")
+        wl = fork.opened.get("write_location") or {}
+        check_equal((wl.get("cloud"), wl.get("region"), wl.get("route")),
+                    (box_loc.cloud, box_loc.region, "local"), "PLACE-1.a",
+                    f"write_location of a fork at {box_loc} of a version at {src_loc}")
+        specs = [f.as_json() for f in file_specs(make_files({"m": 4}, 60 + i))]
+        write = expect_ok(o41_api.write(fork.artifact, fork.token, "step-00000002", specs),
+                          "PLACE-1.a", "the fork's write")
+        check_equal((write.get("location"), write.get("route")),
+                    ({"cloud": box_loc.cloud, "region": box_loc.region}, "local"),
+                    "PLACE-1.a", f"write reply of the fork at {box_loc}")
+        version = commit_ok(o41_api, fork, "step-00000003", make_files({"m": 4}, 70 + i),
+                            "PLACE-1.a")
+        check_equal(version.get("location"), {"cloud": box_loc.cloud, "region": box_loc.region},
+                    "PLACE-1.a", f"location of the fork's first version, box at {box_loc}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, download, expect_ok, make_files, open_box
+from conformance.actions import commit_ok, download, expect_ok, make_files, open_box, open_raw
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import DEFAULT_PRICES, UNKNOWN_PLACE, Place, price_per_gb
@@ -73,3 +73,50 @@ def test_a_reader_in_an_unknown_cloud_pays_by_the_cloud_the_bytes_leave(
         check(close(got, want), "USAGE-1.c",
               f"a read of {size} bytes of {home} from {UNKNOWN_PLACE} costs {got}, not "
               f"{want} (the price of {home.cloud}, the cloud the bytes leave)")
+
+
+@pytest.mark.fallback
+@pytest.mark.rule("XC-1.a", "XC-1.b")
+def test_a_resume_from_a_cloud_the_target_does_not_know_is_cross_cloud(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A relaunch from a place in no cloud of the target has a place all the same: its
+    ``resume_from`` is ``cross_cloud`` (true), never the nulls of a box without a place."""
+    topo = o41_env.topology
+    for cloud in topo.clouds:
+        home = topo.default_for(cloud)
+        assert home is not None
+        name = o41_env.artifact(f"xc-unknown-{cloud}")
+        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
+                  make_files({"m": 32}, 102), "XC-1.a")
+        opened = expect_ok(o41_api.open(name, "latest", UNKNOWN_PLACE, "box-u"), "XC-1.a",
+                           f"relaunch at {UNKNOWN_PLACE}")
+        resume = opened.get("resume_from") or {}
+        check_equal((resume.get("route"), resume.get("cross_cloud")), ("cross_cloud", True),
+                    "XC-1.a", f"route and cross_cloud of resume_from at {UNKNOWN_PLACE} "
+                    f"(version in {home})")
+
+
+@pytest.mark.rule("XC-1.a", "XC-1.b")
+def test_a_resume_from_a_capitalised_cloud_has_the_route_of_its_cloud(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """Clouds compare case-insensitively (SkyPilot says ``GCP``): a relaunch at
+    ``GCP/<another region>`` of a gcp version resumes ``inter_region``, not cross-cloud,
+    and one at the location itself spelled so resumes ``local``."""
+    topo = o41_env.topology
+    for cloud in topo.clouds:
+        home = topo.default_for(cloud)
+        assert home is not None
+        name = o41_env.artifact(f"xc-case-{cloud}")
+        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
+                  make_files({"m": 32}, 103), "XC-1.b")
+        for region, route in ((topo.other_region(cloud).region, "inter_region"),
+                              (home.region, "local")):
+            spelled = {"cloud": cloud.upper(), "region": region}
+            opened = expect_ok(open_raw(o41_api, name, "latest", spelled, "box-u"), "XC-1.b",
+                               f"relaunch at {spelled}")
+            resume = opened.get("resume_from") or {}
+            check_equal((resume.get("route"), resume.get("cross_cloud")), (route, False),
+                        "XC-1.b", f"route and cross_cloud of resume_from at {spelled} "
+                        f"(version in {home})")

@@ -8,6 +8,7 @@ fields and the exact timestamp format stay open.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -21,6 +22,7 @@ from conformance.actions import (
     file_specs,
     make_files,
     open_box,
+    tampered_url,
 )
 from conformance.client import Client, Reply, parse_time
 from conformance.env import Env
@@ -162,6 +164,11 @@ def test_artifacts_read_is_shaped_as_the_contract_says(o41_env: Env, o41_api: Cl
     a = open_box(o41_api, name, "box-a")
     reply = o41_api.artifact(name)
     body = expect_ok(reply, "API-1.e", "artifacts/read")
+    # The contract marks optional keys with "?"; these have none, so a null is sent as null
+    for key in ("artifact", "epoch", "holder", "latest", "versions", "forked_from",
+                "created_at"):
+        check(key in body, "API-1.e", f"artifacts/read of a new artifact: no {key!r} in "
+              f"{sorted(body)}")
     check_equal((body.get("artifact"), body.get("epoch"), body.get("holder"), body.get("latest"),
                  body.get("versions"), body.get("forked_from")),
                 (name, a.epoch, "box-a", None, 0, None), "API-1.e", "a new artifact")
@@ -173,6 +180,22 @@ def test_artifacts_read_is_shaped_as_the_contract_says(o41_env: Env, o41_api: Cl
     check_equal((body.get("epoch"), body.get("holder"), body.get("latest"), body.get("versions"),
                  body.get("forked_from")),
                 (b.epoch, "box-b", "step-00000011", 2, None), "API-1.e", "after two versions")
+
+
+@pytest.mark.rule("API-1.e")
+def test_artifacts_read_counts_the_versions_left_after_a_delete(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """``versions`` is the count of the versions there are: a deleted one (VER-7) no longer
+    counts, and ``latest`` stays."""
+    name = o41_env.artifact("shape-count")
+    a = open_box(o41_api, name, "box-a")
+    for step in (1, 2, 3):
+        commit_ok(o41_api, a, f"step-{step:08d}", make_files({"m": 4}, step))
+    expect_ok(o41_api.delete(name, a.token, "step-00000002"), "VER-7.a", "delete")
+    body = expect_ok(o41_api.artifact(name), "API-1.e", "artifacts/read after the delete")
+    check_equal((body.get("versions"), body.get("latest")), (2, "step-00000003"), "API-1.e",
+                "versions and latest after deleting step-00000002")
 
 
 @pytest.mark.rule("FENCE-2.f")
@@ -219,12 +242,49 @@ def test_errors_are_json_code_and_sentence(o41_env: Env, o41_api: Client) -> Non
               f"{what}: message {reply.body['error'].get('message')!r} is no human sentence")
 
 
+@pytest.mark.rule("API-1.a", "READ-4.b")
+def test_a_refused_signed_url_answers_the_contracts_json_error(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """A signed URL that is wrong is in the error table (403 ``forbidden``), so its refusal
+    is the contract's JSON error like any other, not an object store's XML or a bare text,
+    for a GET URL and for a write's PUT URL alike."""
+    a = open_box(o41_api, o41_env.artifact("shape-url-error"), "box-a")
+    commit_ok(o41_api, a, "step-00000001", make_files({"m": 64}))
+    body = expect_ok(o41_api.read(a.artifact, urls=True), "READ-2.a", "read with urls")
+    specs = [f.as_json() for f in file_specs(make_files({"p": 8}))]
+    write = expect_ok(o41_api.write(a.artifact, a.token, "step-00000002", specs), "API-1.d",
+                      "write")
+    cases = [("GET", body["files"][0]["url"], None), ("PUT", write["files"][0]["url"], b"x" * 8)]
+    for method, url, data in cases:
+        reply = o41_api.fetch(tampered_url(o41_api.absolute(url)), method=method, data=data)
+        what = f"{method} of a signed URL with a changed signature"
+        check_equal(reply.status, 403, "READ-4.b", what)
+        try:
+            err = json.loads(reply.content)["error"]
+        except (ValueError, KeyError, TypeError):
+            err = None
+        check(isinstance(err, dict) and err.get("code") == "forbidden", "API-1.a",
+              f"{what}: body {reply.content[:200]!r} is not {{\"error\": {{\"code\": "
+              "\"forbidden\", ...}}")
+        message = err.get("message") if isinstance(err, dict) else None
+        check(_sentence(message, "forbidden"), "API-1.a",
+              f"{what}: message {message!r} is no human sentence")
+        check("json" in reply.headers.get("Content-Type", ""), "API-1.a",
+              f"{what}: Content-Type {reply.headers.get('Content-Type')!r}")
+
+
 @pytest.mark.rule("API-1.g")
 def test_open_reply_is_shaped_as_the_contract_says(o41_env: Env, o41_api: Client) -> None:
     topo = o41_env.topology
     for place in (topo.locations[0], topo.other_region(topo.locations[0].cloud)):
         name = o41_env.artifact("shape-o")
         body = expect_ok(o41_api.open(name, "latest", place, "box-a"), "API-1.g", "open")
+        # no key of the open's reply is optional: fenced and resume_from are sent as null
+        for key in ("artifact", "epoch", "token", "holder", "fenced", "resume_from",
+                    "write_location", "warnings"):
+            check(key in body, "API-1.g", f"open of a new artifact: no {key!r} in "
+                  f"{sorted(body)}")
         check_equal((body.get("artifact"), body.get("holder"), body.get("fenced"),
                      body.get("resume_from")), (name, "box-a", None, None), "API-1.g",
                     f"open of a new artifact from {place}")
