@@ -94,17 +94,15 @@ def test_a_fork_from_a_missing_or_malformed_source_into_versions_is_404_or_400(
 def test_an_open_by_a_key_that_cannot_write_is_forbidden_before_a_mistyped_field(
     o41_env: Env, o41_api: Client, o41_reader: Client
 ) -> None:
-    """The key comes before the body: a read-only key's open with a mistyped holder gets
-    403, of an artifact with versions and of a new one alike. (A mistyped place is left
-    out for now: the project's emulator answers it 400 before the key's 403, a gap
-    reported against the emulator; adding it here would fail the reference run.)"""
+    """The key comes before the body: a read-only key's open with a mistyped place or holder
+    gets 403, of an artifact with versions and of a new one alike."""
     held = open_box(o41_api, o41_env.artifact("two-ways-held"), "box-h")
     commit_ok(o41_api, held, V1, make_files({"m": 12}, 95), "AUTH-2.c")
     new = o41_env.artifact("two-ways-unwritten")
     before = {a: snapshot(o41_api, a) for a in (held.artifact, new)}
     for artifact in (held.artifact, new):
         for resume in ("latest", None):
-            for fault, fields in BAD_FIELDS[2:]:
+            for fault, fields in BAD_FIELDS:
                 expect_error(_open(o41_reader, artifact, resume, **fields), 403, "forbidden",
                              "AUTH-2.c", f"open of {artifact} ({resume}) with a {fault}, "
                              "by a read-only key")

@@ -14,7 +14,8 @@ from . import store
 from .backend import Backend
 from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
 from .keys import Principal
-from .names import Place, artifact_name, fork_uri, version_name
+from .names import artifact_name, fork_uri, version_name
+from .names import place as parse_place
 from .replies import version_json
 from .stored import iso, place_text
 from .versions import latest_step
@@ -29,12 +30,13 @@ def open_artifact(
     who: Principal,
     artifact: object,
     resume: object,
-    place: Place | None,
+    place: object,
     holder: object,
     base_url: str,
 ) -> dict:
     name = artifact_name(artifact)
-    who.require("write", name)  # AUTH-2: checked before anything changes
+    who.require("write", name)  # AUTH-2: checked before anything else about the open
+    where = parse_place(place)
     if holder is None:
         holder = default_holder()
     if not isinstance(holder, str) or not holder or len(holder) > 256:
@@ -45,7 +47,7 @@ def open_artifact(
             raise InvalidArgument("resume must be 'latest', null or an o41:// checkpoint URI")
         fork = fork_uri(resume)
         who.require("read", fork.artifact)
-    placement = backend.geography.place_for(place)
+    placement = backend.geography.place_for(where)
     conn = backend.conn()
     now = backend.now()
     with store.transaction(conn):
@@ -84,10 +86,10 @@ def open_artifact(
         if fork is not None:
             store.artifacts.record_fork(conn, name, fork.artifact, fork.version)
         token = "tk_" + secrets.token_urlsafe(24)
-        store.artifacts.issue_token(conn, token, name, epoch, holder, place_text(place),
+        store.artifacts.issue_token(conn, token, name, epoch, holder, place_text(where),
                                     iso(now))
         resume_from = (
-            version_json(backend, resume_row, place, base_url=base_url)
+            version_json(backend, resume_row, where, base_url=base_url)
             if resume_row is not None
             else None
         )

@@ -100,16 +100,16 @@ def _route_note(obj: dict | None, place: names.Place | None) -> str:
 def artifacts_open() -> Response:
     query()
     data = body("artifact", "resume", "place", "holder")
-    place = names.place(data.get("place"))
     out = open_artifact(
         backend(),
         g.who,
         data.get("artifact"),
         data.get("resume"),
-        place,
+        data.get("place"),
         data.get("holder"),
         base_url(),
     )
+    place = names.place(data.get("place"))  # well-formed: the open took it
     resumed = out["resume_from"]
     g.log = (
         f"{out['artifact']} {data.get('resume') or 'fresh'}",
