@@ -72,7 +72,9 @@ def _run(project: Path, *args: str, processes: str = "2") -> tuple[subprocess.Co
     where.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WHERE_DIR": str(where),
            "O41_TEST_PROCESSES": processes}
-    env.pop("PYTEST_ADDOPTS", None)
+    # this test may itself run in a worker of a parallel tier: its variables are not the run's
+    for name in [n for n in env if n.startswith(("PYTEST_XDIST_", "PYTEST_ADDOPTS"))]:
+        del env[name]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=project, env=env,
                           capture_output=True, text=True, timeout=120)
     seen = {p.name: json.loads(p.read_text()) for p in where.iterdir()}
