@@ -87,14 +87,9 @@ class ListedRoutesOfTheWriter(Tracked):
         return response.with_json({**data, "versions": rows})
 
 
-@mutant
-class JoinedStreamedFilesFilledIn(StreamBook):
-    """The commit checks its list against the streamed files of the write that started the
-    upload: a joining write's streamed file left out of the list is taken as received."""
-
-    name = "ver-commit-list-checks-the-first-writes-streamed-files-only"
-    clause = "VER-5.e"
-    summary = "a joining write's streamed file missing from the commit list still commits"
+class FirstWriteNames(Tracked):
+    """Keeps, per upload, the file names of the write that started it (``state["first"]``):
+    what a mutant that forgets the joining writes still knows."""
 
     def observe(self, request: Request, response: Response) -> None:
         body = body_of(request)
@@ -104,6 +99,16 @@ class JoinedStreamedFilesFilledIn(StreamBook):
                 self.state.setdefault("first", {})[str(reply.get("upload"))] = {
                     f.get("name") for f in body.get("files") or [] if isinstance(f, dict)}
         super().observe(request, response)
+
+
+@mutant
+class JoinedStreamedFilesFilledIn(FirstWriteNames, StreamBook):
+    """The commit checks its list against the streamed files of the write that started the
+    upload: a joining write's streamed file left out of the list is taken as received."""
+
+    name = "ver-commit-list-checks-the-first-writes-streamed-files-only"
+    clause = "VER-5.e"
+    summary = "a joining write's streamed file missing from the commit list still commits"
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         if request.endpoint != "versions/commit" or error_code(response) != "incomplete":
@@ -177,22 +182,13 @@ class RefusedCommitClaimsTheVersion(_Claims):
 
 
 @mutant
-class CommitReplyOfTheFirstWrite(Tracked):
+class CommitReplyOfTheFirstWrite(FirstWriteNames):
     """The commit answers the Version as the first write declared it: a joining write's
     files are left out of its ``files`` (the stored version has them all)."""
 
     name = "ver-commit-reply-lists-the-first-writes-files-only"
     clause = "VER-5.a"
     summary = "the commit of a joined upload answers files of the first write only"
-
-    def observe(self, request: Request, response: Response) -> None:
-        body = body_of(request)
-        if request.endpoint == "versions/write" and response.ok and body.get("upload") is None:
-            reply = response.json()
-            if isinstance(reply, dict):
-                self.state.setdefault("first", {})[str(reply.get("upload"))] = {
-                    f.get("name") for f in body.get("files") or [] if isinstance(f, dict)}
-        super().observe(request, response)
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         data: Any = response.json() if response.ok else None
