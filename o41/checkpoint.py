@@ -24,7 +24,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from .api import ApiClient
-from .config import Place, Settings, redact_key, same_task
+from .config import ENV_KEY, ENV_URL, Place, Settings, redact_key, same_task
 from .errors import (
     ApiError,
     ConfigError,
@@ -148,7 +148,9 @@ def open(location: str, resume: str | None = None, *, settings: Settings | None 
                           "(o41://project/name) and pass the version as resume=")
     if resume not in (None, "latest"):
         _check_fork_source(resume)
-    settings = settings or Settings.from_env()
+    if settings is None:  # an ``api`` given says where and with which key; the rest is the env's
+        given = {} if api is None else {ENV_URL: api.api_url, ENV_KEY: api.api_key}
+        settings = Settings.from_env({**os.environ, **given})
     api = api or ApiClient.from_settings(settings)
     place = place if place is not None else settings.place
     holder = holder or settings.holder

@@ -31,6 +31,7 @@ from .api import ApiClient
 from .checkpoint import open as open_run
 from .config import Settings
 from .errors import ExitCode, O41Error
+from .fsguard import check_new_step
 from .location import Location
 from .models import Version
 from .transfer import WORKERS, download
@@ -121,9 +122,12 @@ def cp_command(source: str, dest: str, workers: int, progress: bool | None) -> N
         raise click.UsageError("DEST must name a new version: o41://project/name/step-XXXXXXXX")
     if not Path(source).exists():
         raise click.UsageError(f"{source} does not exist")
+    step = int(loc.version.removeprefix("step-"))
+    # refused before the open: a copy onto an existing step fences nobody
+    check_new_step(_api(settings), (loc.artifact, f"step-{step:08d}"), None, None)
     run = open_run(f"o41://{loc.artifact}", resume="latest", settings=settings,
                    workers=workers, progress=progress)
-    version = run.save(int(loc.version.removeprefix("step-")), source)
+    version = run.save(step, source)
     click.echo(f"copied {source} to {loc.artifact}/{version.version} ({len(version.files)} "
                f"files, {_size(version.size)}) at {version.location_name}")
 

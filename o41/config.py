@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import ConfigError
+from .job import membership
 
 log = logging.getLogger("o41")
 
@@ -29,11 +30,6 @@ ENV_HOLDER = "O41_HOLDER"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
-# The process this launch began in, and its parent: read once, at import, so a process
-# forked later (a background save, a DataLoader worker) is the same launch, with the same
-# default holder, while a subprocess (it imports this module anew) is another.
-LAUNCH_PID = os.getpid()
-LAUNCH_PPID = os.getppid()
 
 
 @dataclass(frozen=True)
@@ -100,8 +96,9 @@ def place_from_env(env: Mapping[str, str] | None = None) -> Place | None:
 
 def holder_from_env(env: Mapping[str, str] | None = None) -> str:
     """Holder id: ``O41_HOLDER``, else ``<task id>/rank-<rank>`` under SkyPilot, else
-    ``<host>:<pid>`` of the launch (a fork keeps its parent's). (``o41 run`` sets
-    ``O41_HOLDER`` for its trainer: one launch, one holder.)
+    ``<host>:<pid>`` of the job's first process (``o41.job.membership``: a fork, a
+    ``multiprocessing`` child and a rank of ``torch.multiprocessing.spawn`` share it).
+    (``o41 run`` sets ``O41_HOLDER`` for its command: one launch, one holder.)
 
     When ``SKYPILOT_CLUSTER_INFO`` names the cluster, ``@<cluster>`` follows, so boxes of one
     task on different clusters are told apart; ``same_task`` still sees them as one task.
@@ -116,7 +113,7 @@ def holder_from_env(env: Mapping[str, str] | None = None) -> str:
         holder = f"{task}/rank-{rank}" if rank else task
         cluster = _cluster_name(env.get(ENV_CLUSTER_INFO, ""))
         return f"{holder}@{cluster}" if cluster else holder
-    return f"{socket.gethostname()}:{LAUNCH_PID}"
+    return f"{socket.gethostname()}:{membership.root()}"
 
 
 def _cluster_name(text: str) -> str | None:

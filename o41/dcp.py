@@ -32,7 +32,6 @@ import threading
 from typing import Any
 
 from . import fsrun
-from .fsguard import check_new_step
 from .fspaths import parse
 
 log = logging.getLogger("o41")
@@ -104,8 +103,8 @@ def _mend_writer(cls: Any) -> None:
         if fs is None:
             return plans
         artifact, version = _step_of(fs, self.path)
+        fs.check_new_step((artifact, version))  # before the open: a refusal fences nobody
         launch = fs.writable(artifact)  # the job's one open (or o41 run's)
-        check_new_step(fs, (artifact, version))
         launch.declare(version, [".metadata"])  # starts the step's upload
         ticket = {"api_url": fs.api.api_url, "artifact": artifact, "version": version,
                   "token": launch.token, "epoch": launch.epoch,

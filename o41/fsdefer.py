@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .errors import ConfigError
+from .job import hooks
 
 # ``o41.fsrun.Launch``, which owns a ``DueSteps`` (named so, not imported: fsrun imports this)
 Launch = Any
@@ -88,7 +87,7 @@ class DueSteps:
                 threading.Thread(target=self._wait, daemon=True,
                                  name=f"o41-commit-after-{self.launch.artifact}").start()
             self.cond.notify_all()
-        catch_sigterm()
+        hooks.catch_sigterm()
 
     def cancel(self, version: str) -> None:
         with self.cond:
@@ -150,7 +149,7 @@ class DueSteps:
 
 
 def settle_all(launches: Iterable[Launch], *, quiet: bool = False) -> None:
-    """Commit every due step of ``launches`` now (at exit and on SIGTERM)."""
+    """Commit every due step of ``launches`` now (at exit, on SIGTERM, before a fork)."""
     for launch in launches:
         if launch.due.pid != os.getpid():
             continue  # a forked child's copy: the parent commits its steps
@@ -162,57 +161,4 @@ def settle_all(launches: Iterable[Launch], *, quiet: bool = False) -> None:
             log.warning("o41: o41://%s: a step was not committed: %s", launch.artifact, exc)
 
 
-_registry: list[Callable[[], Iterable[Launch]]] = []  # the launch registry (o41.fsrun)
-
-
-def launches_from(registry: Callable[[], Iterable[Launch]]) -> None:
-    """Where every launch of the process is found (``o41.fsrun`` tells, at its import)."""
-    _registry[:] = [registry]
-
-
-def settle_at_exit() -> None:
-    """Every due step of this process, committed (``o41.fsstage``'s exit hook calls this
-    first, then names what is left as never committed)."""
-    for registry in _registry:
-        settle_all(registry(), quiet=True)
-
-
-def exit_hook_in_child() -> None:
-    """In a forked child: a ``multiprocessing`` worker ends with ``os._exit``, which runs no
-    ``atexit`` hook but does run ``multiprocessing``'s finalizers; a bare ``os._exit``
-    commits nothing (``fs.commit_pending()`` first)."""
-    mp_util = sys.modules.get("multiprocessing.util")
-    if mp_util is not None:
-        mp_util.Finalize(None, settle_at_exit, exitpriority=10)
-
-
-_sigterm: dict[str, Any] = {}  # the handler this module replaced, once installed
-
-
-def catch_sigterm() -> None:
-    """On SIGTERM, commit due steps first, then do what SIGTERM did before (by default,
-    end the process with it). Installed from the main thread only (Python's rule)."""
-    if _sigterm or threading.current_thread() is not threading.main_thread():
-        return
-    try:
-        _sigterm["previous"] = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _on_sigterm)
-    except (ValueError, OSError):
-        _sigterm.clear()
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    settle_at_exit()
-    previous = _sigterm.get("previous")
-    if callable(previous):
-        previous(signum, frame)
-        return
-    if previous == signal.SIG_IGN:
-        return
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-__all__ = ["COMMIT_AFTER", "ENV_COMMIT_AFTER", "DueSteps", "catch_sigterm", "commit_after",
-           "exit_hook_in_child", "launches_from", "settle_all",
-           "settle_at_exit"]
+__all__ = ["COMMIT_AFTER", "ENV_COMMIT_AFTER", "DueSteps", "commit_after", "settle_all"]

@@ -16,47 +16,55 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import fsretain, fsrun
+from . import fsretain
+from .api import ApiClient
 from .errors import NotAfterLatest, NotFound, VersionExists
+from .fslaunch import Launch
 from .fsstage import StepKey
 
 
-def check_new_step(fs: Any, key: StepKey) -> None:
-    """Refuse the first write of this process into ``key`` if its commit must fail.
+def check_new_step(api: ApiClient, key: StepKey, launch: Launch | None,
+                   commit_after: float | None) -> None:
+    """Refuse the first write of this process into ``key`` if its commit must fail: before
+    any open, so a refused write fences nobody.
 
     A fenced zombie is told it is fenced (and stops), not that the relaunch's step exists.
+    ``commit_after``: the filesystem's, named in the advice (None: not an fsspec write).
     """
     artifact, version = key
-    launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
     if launch is not None and launch.has_step(version):
         return  # a later file of a step this process is writing: asked already
     try:
-        latest = fs.api.read_artifact(artifact).get("latest")
+        latest = api.read_artifact(artifact).get("latest")
     except NotFound:
         return  # a new artifact: any step is after its latest
     if not latest or int(version[5:]) > int(str(latest)[5:]):
         return
-    fs._refuse_if_fenced(artifact)
+    if launch is not None:
+        fenced = launch.superseded()
+        if fenced is not None:
+            raise launch.fenced(fenced)
     where = f"o41://{artifact}/{version}"
-    files = _files_of(fs, artifact, version)
+    files = _files_of(api, artifact, version)
     if version == latest or files is not None:
+        advice = "" if commit_after is None else (
+            f" Files closed outside a transaction commit their step once none has been "
+            f"open for {commit_after:g} s (commit_after, O41_COMMIT_AFTER): write the files "
+            "of one step inside `with fs.transaction:`, or put their folder with "
+            f"fs.put(dir, 'o41://{artifact}/step-XXXXXXXX/', recursive=True)")
         raise VersionExists(
             f"{where} is committed already (version_exists: committed versions are "
             f"immutable, VER-2){_holding(files or [])}; write a step after the "
-            f"latest ({latest}). Files closed outside a transaction commit their step once "
-            f"none has been open for {fs.commit_after:g} s (commit_after, O41_COMMIT_AFTER): "
-            "write the files of one step inside `with fs.transaction:`, or put their "
-            f"folder with fs.put(dir, 'o41://{artifact}/step-XXXXXXXX/', recursive=True)",
-            status=409)
+            f"latest ({latest}).{advice}", status=409)
     raise NotAfterLatest(
         f"{where}: not_after_latest: the latest version of o41://{artifact} is {latest}, "
         "and a new version's step must exceed it (VER-3)", status=409)
 
 
-def _files_of(fs: Any, artifact: str, version: str) -> list[str] | None:
+def _files_of(api: ApiClient, artifact: str, version: str) -> list[str] | None:
     """The file names of a committed version, None when there is no such version."""
     try:
-        return [f["name"] for f in fs.api.read_version(artifact, version).get("files", [])]
+        return [f["name"] for f in api.read_version(artifact, version).get("files", [])]
     except NotFound:
         return None
 

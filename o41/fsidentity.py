@@ -15,7 +15,7 @@ from typing import Any
 
 from .api import ApiClient
 from .checkpoint import Run
-from .config import LAUNCH_PID, LAUNCH_PPID, Place
+from .config import Place
 from .errors import ConfigError
 from .models import Version
 
@@ -25,7 +25,6 @@ ENV_RUN = "O41_RUN"
 ENV_ON_FENCED = "O41_ON_FENCED"
 ENV_FENCE_CHECK = "O41_FENCE_CHECK"
 ENV_MODE = "O41_MODE"
-ENV_MODE_PID = "O41_MODE_PID"
 ON_FENCED = ("exit", "raise")
 MODES = ("auto", "write", "read")
 FENCE_CHECK = 2.0
@@ -60,72 +59,47 @@ def fence_check_every(env: Mapping[str, str] | None = None) -> float:
 
 
 def mode_of(value: str | None, env: Mapping[str, str] | None = None) -> str:
-    """Who opens: the ``mode`` option, else ``O41_MODE`` when it was set for this launch.
-
-    ``O41_MODE`` is marked with the pid of the first launch that reads it (``O41_MODE_PID``),
-    so a subprocess of that launch (its evaluation job) that inherits both is ``auto``; and
-    in a ``torchrun`` job only global rank 0 honours ``write`` (the other ranks must never
-    open: they would fence each other).
-    """
+    """Who opens: the ``mode`` option, else ``O41_MODE``. ``write`` belongs to the job it was
+    set for (``o41.job.membership``): its first touch of an artifact, by any of its
+    processes, opens for all of them."""
     if value:
-        mode = value.strip().lower()
-        source = "mode"
+        mode, source = value.strip().lower(), "mode"
     else:
         env = os.environ if env is None else env
-        mode = env.get(ENV_MODE, "").strip().lower() or "auto"
-        source = ENV_MODE
-        if env is os.environ and mode != "auto" and ENV_MODE_PID not in os.environ:
-            os.environ[ENV_MODE_PID] = str(LAUNCH_PID)
-        mark = env.get(ENV_MODE_PID, "").strip()
-        if mode == "write" and mark and mark != str(LAUNCH_PID):
-            return "auto"  # inherited from the launch that set it: its subprocess reads
-        if mode == "write" and env.get("RANK", "0").strip() not in ("", "0"):
-            return "auto"
+        mode, source = env.get(ENV_MODE, "").strip().lower() or "auto", ENV_MODE
     if mode not in MODES:
         raise ConfigError(f"{source}={mode!r} must be one of {', '.join(MODES)}")
     return mode
 
 
-def _launched_by(pid_text: str, env: Mapping[str, str]) -> bool:
-    """Whether this launch is ``pid``'s own child, or a ``torchrun`` rank of its child."""
-    if not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    if LAUNCH_PPID == pid:
-        return True
-    return bool(env.get("TORCHELASTIC_RUN_ID")) and _parent_of(LAUNCH_PPID) == pid
-
-
-def _parent_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rpartition(")")[2].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def handed_over(api: ApiClient, artifact: str, holder: str, *, workers: int,
                 env: Mapping[str, str] | None = None) -> Run | None:
-    """The run ``o41 run`` opened for this process, when it is for this API and artifact,
-    and this process is the one it launched (or a torchrun rank of it)."""
+    """The run ``o41 run`` opened for its command, when it is for this API and artifact:
+    every process below the launcher holds it, whoever started it."""
     env = os.environ if env is None else env
     text = env.get(ENV_RUN, "").strip()
     if not text:
         return None
     data = parse_handoff(text)
-    launcher = data.get("launcher")
-    if launcher is not None and not _launched_by(str(launcher), env):
-        log.info("o41: %s was set by `o41 run` for another process; this one is its own "
-                 "launch", ENV_RUN)
+    if (data["api_url"], data["artifact"]) != (api.api_url, artifact):
         return None
-    if (data["api_url"], data["artifact"], data["holder"]) != (api.api_url, artifact, holder):
-        return None
+    if data["holder"] != holder:
+        return None  # an instance given a holder of its own is another launch
+    return run_from_fields(api, data, workers=workers)
+
+
+def run_from_fields(api: ApiClient, data: Mapping[str, object], *, workers: int) -> Run:
+    """The ``Run`` an open's fields (``handoff_fields``) describe, without opening again."""
     resume_from = None
     if data.get("resume_from"):
-        resume_from = Version.from_json(api.read_version(artifact, data["resume_from"]))
-    place = Place.parse(data["place"]) if data.get("place") else None
-    return Run(api=api, artifact=artifact, epoch=data["epoch"], token=data["token"],
-               holder=data["holder"], place=place, resume_from=resume_from, workers=workers)
+        resume_from = Version.from_json(api.read_version(str(data["artifact"]),
+                                                         str(data["resume_from"])))
+    place = Place.parse(str(data["place"])) if data.get("place") else None
+    epoch = data["epoch"]
+    assert isinstance(epoch, int)
+    return Run(api=api, artifact=str(data["artifact"]), epoch=epoch, token=str(data["token"]),
+               holder=str(data["holder"]), place=place, resume_from=resume_from,
+               workers=workers)
 
 
 def parse_handoff(text: str) -> dict[str, Any]:
@@ -151,15 +125,20 @@ def parse_handoff(text: str) -> dict[str, Any]:
     return data
 
 
+def handoff_fields(run: Run, launcher: int | None = None) -> dict[str, object]:
+    """An open, as the processes of its job receive it."""
+    return {"api_url": run.api.api_url, "artifact": run.artifact, "epoch": run.epoch,
+            "token": run.token, "holder": run.holder,
+            "place": str(run.place) if run.place else None,
+            "resume_from": run.resume_from.version if run.resume_from else None,
+            "launcher": os.getpid() if launcher is None else launcher}
+
+
 def handoff(run: Run, launcher: int | None = None) -> str:
-    """What ``o41 run`` puts in ``O41_RUN`` for its child (``launcher``: its own pid)."""
-    return json.dumps({"api_url": run.api.api_url, "artifact": run.artifact,
-                       "epoch": run.epoch, "token": run.token, "holder": run.holder,
-                       "place": str(run.place) if run.place else None,
-                       "resume_from": run.resume_from.version if run.resume_from else None,
-                       "launcher": os.getpid() if launcher is None else launcher})
+    """What ``o41 run`` puts in ``O41_RUN`` for its command (``launcher``: its own pid)."""
+    return json.dumps(handoff_fields(run, launcher))
 
 
-__all__ = ["ENV_FENCE_CHECK", "ENV_MODE", "ENV_MODE_PID", "ENV_ON_FENCED", "ENV_RUN",
-           "FENCE_CHECK", "fence_check_every", "handed_over", "handoff", "mode_of",
-           "on_fenced_policy", "parse_handoff"]
+__all__ = ["ENV_FENCE_CHECK", "ENV_MODE", "ENV_ON_FENCED", "ENV_RUN", "FENCE_CHECK",
+           "fence_check_every", "handed_over", "handoff", "handoff_fields", "mode_of",
+           "on_fenced_policy", "parse_handoff", "run_from_fields"]

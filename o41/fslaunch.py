@@ -9,12 +9,15 @@ same launch: it writes under its parent's open and never opens.
 
 A launch that a newer one fenced must stop, not train on: Lightning's ``_atomic_save``
 swallows the ``PermissionError`` a refused write raises, and a zombie would otherwise burn
-its GPU to the end and exit 0. So a launch is watched: every ``O41_FENCE_CHECK`` seconds
-(default 2) the artifact's epoch is read, and a newer epoch, or a write refused as
-``fenced``, ends the process with exit code 8 and one line naming the newer holder and
-epoch. ``O41_ON_FENCED=raise`` (storage option ``on_fenced="raise"``) makes it raise
-``o41.Fenced`` instead, for code that handles fencing itself. Nothing a fenced process
-writes becomes visible either way: the service refuses its token (FENCE-2, FENCE-3).
+its GPU to the end and exit 0. So a fenced launch stops at its next write call: the main
+thread of a process that owns no locks of others (not a ``multiprocessing`` child, whose
+parent waits on queues it shares with it) prints one line naming the newer holder and epoch
+and exits with code 8; anywhere else, and under ``O41_ON_FENCED=raise`` (storage option
+``on_fenced="raise"``), the call raises ``o41.Fenced``, and every later write does too. A
+watch thread (every ``O41_FENCE_CHECK`` seconds, default 2) reads the artifact's epoch so
+the next write knows without asking; it never ends a process itself, so fencing never
+hangs a parent. Nothing a fenced process writes becomes visible either way: the service
+refuses its token (FENCE-2, FENCE-3).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import os
 import sys
 import threading
 import time
+import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +38,7 @@ from .errors import ApiError, ConfigError, ExitCode, Fenced, InvalidArgument, Tr
 from .fsdefer import DueSteps
 from .fsidentity import ENV_ON_FENCED, fence_check_every
 from .fsput import check_answer, put_whole
+from .job.tree import multiprocessing_parent
 from .models import Version
 
 log = logging.getLogger("o41")
@@ -88,6 +94,17 @@ class Launch:
 
     # -- fencing --------------------------------------------------------------------------
 
+    def after_fork(self) -> None:
+        """In a forked child: fresh locks (a lock another thread held at the fork would
+        never be released), none of the parent's open files or due steps, its own watch."""
+        self.lock = threading.RLock()
+        self.due.reset()
+        self._watching = False
+        for step in self.steps.values():
+            step.writing.clear()
+        if self.stopped is None:
+            self.watch()
+
     def watch(self, every: float | None = None) -> None:
         """Start the fence watch (again, in a forked child), unless it is off."""
         every = fence_check_every() if every is None else every
@@ -106,7 +123,8 @@ class Launch:
                 return
             exc = self.superseded()
             if exc is not None:
-                self.fenced(exc)
+                with self.lock:
+                    self.stopped = self.stopped or exc  # told at the next write call
                 return
 
     def superseded(self) -> Fenced | None:
@@ -114,22 +132,22 @@ class Launch:
         return superseded(self.run)
 
     def check(self) -> None:
-        """Raise the recorded ``Fenced`` (under ``raise``, writes stay refused)."""
+        """A write call of a fenced launch stops here (``fenced``)."""
         if self.stopped is not None:
-            raise self.stopped
+            raise self.fenced(self.stopped)
 
     def fenced(self, exc: Fenced) -> Fenced:
-        """Record that this launch is fenced; under ``exit``, end the process here and now.
+        """Record that this launch is fenced; under ``exit``, in the main thread of a process
+        that owns no locks of others, end the process here with one line and code 8.
 
-        Returns the exception to raise under ``raise``. Exiting from any thread, at once, is
-        the point: frameworks catch exceptions, and a fenced launch must not train on.
+        Returns the exception to raise everywhere else.
         """
         with self.lock:
             if self.stopped is None:
                 self.stopped = exc
-        if self.policy == "raise":
+        if self.policy == "raise" or not may_exit_here():
             return self.stopped
-        message = " ".join(str(exc).split())
+        message = " ".join(str(self.stopped).split())
         try:
             sys.stdout.flush()
             sys.stderr.write(f"o41: fenced: {message}; stopping this process (exit "
@@ -294,6 +312,43 @@ class Launch:
                  version.location_name)
         return version
 
+
+
+class UncommittedWarning(UserWarning):
+    """A step was written but got no commit signal: it is not, and will not be, visible."""
+
+
+def uncommitted(launches: Iterable[Launch]) -> list[tuple[Launch, str, list[str]]]:
+    """Steps of ``launches`` with written files and no commit (a joined step, a DCP rank's
+    part of its coordinator's upload, is the coordinator's to commit)."""
+    found = []
+    for launch in launches:
+        with launch.lock:
+            for step in launch.steps.values():
+                if step.names and not step.joined:
+                    found.append((launch, step.version, step.names))
+    return found
+
+
+def warn_uncommitted(launches: Iterable[Launch]) -> list[str]:
+    """Warn about, and drop, every uncommitted step; returns their locations."""
+    gone = []
+    for launch, version, names in uncommitted(launches):
+        launch.discard(version)
+        where = f"o41://{launch.artifact}/{version}"
+        gone.append(where)
+        warnings.warn(
+            f"{where} was written ({', '.join(names)}) but never committed, so it is not "
+            "visible: end a transaction, put the directory, or close a marker file "
+            "(storage option markers=) to commit a step", UncommittedWarning, stacklevel=2)
+    return gone
+
+
+def may_exit_here() -> bool:
+    """Whether ending the process now strands nobody: the main thread, and not a
+    ``multiprocessing`` child (a ``Pool``'s worker: its parent would wait for its answer)."""
+    return (threading.current_thread() is threading.main_thread()
+            and multiprocessing_parent() is None)
 
 
 def superseded(run: Run) -> Fenced | None:

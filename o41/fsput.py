@@ -5,7 +5,6 @@ check that the service received what the client hashed (VER-6)."""
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import http.client
 import json
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 
 from .dataplane import NETWORK_ERRORS, Connections, Retry, data_plane_error, put
 from .errors import IntegrityError, PayloadTooLarge, TransportError
+from .job import hooks
 
 PART = 8 * 1024 * 1024
 BUFFER = 64 * 1024 * 1024  # bytes of one open file held in memory, at most
@@ -182,7 +182,7 @@ def answer_of(url: str, status: int, body: bytes) -> dict[str, Any]:
 
 
 _small = Connections()  # PUTs of files that end within one part: keep-alive, per thread
-atexit.register(_small.close)
+hooks.at_exit(_small.close)
 
 
 def put_whole(url: str, body: bytes | memoryview) -> dict[str, Any]:

@@ -26,13 +26,13 @@ a load that began completes.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import Any
 
 from . import fsrun
 from .errors import Fenced, Immutable, IsLatest, NotFound, O41Error
 from .fspaths import O41Path, step_in_name
+from .job import hooks
 
 log = logging.getLogger("o41")
 
@@ -51,7 +51,7 @@ def _forget_after_fork() -> None:
     _lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_after_fork)
+hooks.in_forked_child(_forget_after_fork)
 
 
 def remove(fs: Any, path: str) -> None:

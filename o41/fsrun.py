@@ -1,26 +1,26 @@
 """The launch registry: one ``Launch`` (``o41.fslaunch``) per process and artifact, found
 by every ``o41://`` filesystem instance of the process, and nothing else global.
 
-Who is the launch: ``o41 run o41://P/N -- CMD`` opens before CMD starts and hands the open
-to it in ``O41_RUN`` (JSON, naming the launcher's pid), and ``O41_MODE=write`` is marked
-with the pid it was set for (``O41_MODE_PID``). Both apply to that process, its forks and,
-under ``torchrun``, its ranks; not to an unrelated subprocess, such as the trainer's own
-evaluation job, which reads. A rank of a distributed job that was handed an upload through
-DCP's plan (``o41.dcp``) joins that upload: it holds the token, never opens, and never
-commits.
+Who is the launch: a job's whole process tree (``o41.job``). ``o41 run o41://P/N -- CMD``
+opens before CMD starts and hands the open down in ``O41_RUN``: every process below it, by
+fork, spawn, subprocess or exec through shells and wrappers, writes under that open and never
+opens again. Without it, the first process of a job that writes opens and writes the open
+down for the job (``o41.job.records``), and the others find it there. A rank of a distributed
+job that was handed an upload through DCP's plan (``o41.dcp``) joins that upload: it holds
+the token, never opens, and never commits.
 """
 
 from __future__ import annotations
 
-import os
 import threading
+from collections.abc import Callable
 
 from .api import ApiClient
 from .checkpoint import Run
 from .checkpoint import open as open_run
 from .config import Place, Settings
 from .errors import Fenced
-from .fsdefer import exit_hook_in_child, launches_from
+from .fsdefer import settle_all
 from .fsidentity import (
     ENV_FENCE_CHECK,
     ENV_MODE,
@@ -30,11 +30,15 @@ from .fsidentity import (
     fence_check_every,
     handed_over,
     handoff,
+    handoff_fields,
     mode_of,
     on_fenced_policy,
     parse_handoff,
+    run_from_fields,
 )
-from .fslaunch import Launch, StepUpload, superseded
+from .fslaunch import Launch, StepUpload, superseded, warn_uncommitted
+from .job import hooks, membership
+from .job.records import JobRecords, Record
 
 # Keyed by (API, artifact, holder): a process is one launch with one holder; instances
 # given other holders (storage option ``holder``) are other launches, as in tests.
@@ -49,18 +53,24 @@ def _after_fork_in_child() -> None:
     _lock = threading.RLock()
     _read_before_open.clear()
     for launch in _launches.values():
-        launch.lock = threading.RLock()
-        launch.due.reset()
-        launch._watching = False
-        with launch.lock:
-            for step in launch.steps.values():
-                step.writing.clear()  # the parent's open files are the parent's
-        if launch.stopped is None:
-            launch.watch()
-    exit_hook_in_child()
+        launch.after_fork()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+def _settle_before_fork() -> None:
+    """What this process closed is committed before a fork, so a forked reader sees it."""
+    settle_all(all_launches(), quiet=True)
+
+
+def _at_exit() -> None:
+    """Steps whose files all closed commit; what is left is named as never committed."""
+    settle_all(all_launches(), quiet=True)
+    warn_uncommitted(all_launches())
+
+
+hooks.in_forked_child(_after_fork_in_child)
+hooks.before_fork(_settle_before_fork)
+hooks.at_exit(_at_exit)
+hooks.on_sigterm(lambda: settle_all(all_launches(), quiet=True))
 
 
 # (API, artifact, holder) -> the newest version this process read before it opened
@@ -68,34 +78,104 @@ _read_before_open: dict[tuple[str, str, str], str] = {}
 
 
 def note_read(api: ApiClient, artifact: str, holder: str, version: str) -> None:
-    """A read of ``latest`` (or a listing) before this process opened ``artifact``."""
+    """A read of ``latest`` (or a listing) before this job opened ``artifact``: the job's
+    later open (perhaps in another of its processes: DCP's checkpoint process) checks it."""
     key = (api.api_url, artifact, holder)
     with _lock:
-        if key not in _launches and version.startswith("step-"):
-            _read_before_open[key] = max(version, _read_before_open.get(key, version))
+        if key in _launches or not version.startswith("step-"):
+            return
+        if _read_before_open.get(key, "") >= version:
+            return
+        _read_before_open[key] = version
+    records = JobRecords.of(membership.job(), create=True)
+    if records is not None:
+        records.note_read(api.api_url, artifact, version)
+
+
+def read_before_open(api: ApiClient, artifact: str, holder: str) -> str | None:
+    """The newest version this process, or another of its job, read before the job opened
+    ``artifact``."""
+    with _lock:
+        mine = _read_before_open.get((api.api_url, artifact, holder))
+    records = JobRecords.of(membership.job(), create=False)
+    theirs = records.read(api.api_url, artifact).get("read") if records is not None else None
+    return max(filter(None, (mine, str(theirs or ""))), default=None)
 
 
 def shared_launch(api: ApiClient, artifact: str, *, resume: str | None, settings: Settings,
                   place: Place | None, holder: str, workers: int, on_fenced: str) -> Launch:
-    """The process's launch of ``artifact``: handed over by ``o41 run``, or opened now, once."""
+    """The process's launch of ``artifact``: handed over by ``o41 run``, shared by its job,
+    or opened now, once."""
     key = (api.api_url, artifact, holder)
     with _lock:
         launch = _launches.get(key)
         if launch is None:
+            def open_now() -> Run:
+                return open_run(f"o41://{artifact}", resume=resume, settings=settings,
+                                api=api, place=place, holder=holder, workers=workers)
+
             run = handed_over(api, artifact, holder, workers=workers)
-            opened = run is None
-            if run is None:
-                run = open_run(f"o41://{artifact}", resume=resume, settings=settings, api=api,
-                               place=place, holder=holder, workers=workers)
-            launch = _launches[key] = Launch(run, on_fenced)
-            read = _read_before_open.pop(key, None)
-            if opened and read is not None:
-                moved = moved_since_read(run, read)
-                if moved is not None:
-                    raise launch.fenced(moved)
+            if run is not None:
+                launch = Launch(run, on_fenced)
+            elif holder != settings.holder:  # a holder of its own: not the job's launch
+                launch = Launch(open_now(), on_fenced)
+                _stop_if_moved(launch, _read_before_open.pop(key, None))
+            else:
+                launch = _job_launch(api, artifact, key, open_now, on_fenced, workers)
+            _launches[key] = launch
             launch.watch()
     launch.check()
     return launch
+
+
+def _job_launch(api: ApiClient, artifact: str, key: tuple[str, str, str],
+                open_now: Callable[[], Run], on_fenced: str, workers: int) -> Launch:
+    """The job's launch of ``artifact`` (``o41.job``): an ancestor's or this job's open when
+    one exists, else opened now and written down for the job's other processes."""
+    for name in membership.ancestor_jobs():
+        above = JobRecords.of(name, create=False)
+        found = above.read(api.api_url, artifact) if above is not None else {}
+        if found.get("open"):
+            return _joined(api, found, on_fenced, workers)
+    records = JobRecords.of(membership.job(), create=True)
+    read = _read_before_open.pop(key, None)
+    if records is None:
+        launch = Launch(open_now(), on_fenced)
+        _stop_if_moved(launch, read)
+        return launch
+    with records.locked(api.api_url, artifact):
+        found = records.read(api.api_url, artifact)
+        if found.get("open"):
+            return _joined(api, found, on_fenced, workers)
+        run = open_now()
+        read = max(filter(None, (read, str(found.get("read") or ""))), default=None)
+        moved = moved_since_read(run, read) if read else None
+        records.write(api.api_url, artifact, {
+            "open": handoff_fields(run), "read": read,
+            "stopped": str(moved) if moved is not None else None})
+    launch = Launch(run, on_fenced)
+    if moved is not None:
+        raise launch.fenced(moved)
+    return launch
+
+
+def _joined(api: ApiClient, found: Record, on_fenced: str, workers: int) -> Launch:
+    """A launch under an open another process of the job made."""
+    fields = found["open"]
+    assert isinstance(fields, dict)
+    launch = Launch(run_from_fields(api, fields, workers=workers), on_fenced)
+    stopped = found.get("stopped")
+    if stopped:
+        run = launch.run
+        raise launch.fenced(Fenced(str(stopped), status=409, artifact=run.artifact,
+                                   epoch=run.epoch, by_holder=None, by_epoch=run.epoch))
+    return launch
+
+
+def _stop_if_moved(launch: Launch, read: str | None) -> None:
+    moved = moved_since_read(launch.run, read) if read else None
+    if moved is not None:
+        raise launch.fenced(moved)
 
 
 def moved_since_read(run: Run, read: str) -> Fenced | None:
@@ -126,9 +206,6 @@ def launch_if_held(api: ApiClient, artifact: str, holder: str) -> Launch | None:
 def all_launches() -> list[Launch]:
     with _lock:
         return list(_launches.values())
-
-
-launches_from(all_launches)
 
 
 def launches_of(api_url: str, holder: str) -> list[Launch]:

@@ -12,18 +12,17 @@ in an ``UncommittedWarning`` when the process exits.
 
 from __future__ import annotations
 
-import atexit
 import fnmatch
-import warnings
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fsspec.transaction import Transaction
 
+from .fslaunch import UncommittedWarning, uncommitted, warn_uncommitted
+
 if TYPE_CHECKING:
     from .filesystem import O41FileSystem
-    from .fsrun import Launch
 
 DEFAULT_MARKERS = (".metadata", "commit_success.txt")
 # Files that are parts of a multi-file checkpoint: closing one waits for its marker (DCP's
@@ -32,46 +31,6 @@ DEFAULT_PARTS = ("*.distcp", "*.tmp")
 # Files held in memory until renamed (a streamed file's name cannot change once sent).
 HELD = ("*.tmp",)
 StepKey = tuple[str, str]  # (artifact, version)
-
-
-class UncommittedWarning(UserWarning):
-    """A step was written but got no commit signal: it is not, and will not be, visible."""
-
-
-def uncommitted(launches: Iterable[Launch]) -> list[tuple[Launch, str, list[str]]]:
-    """Steps of ``launches`` with written files and no commit (a joined step, a DCP rank's
-    part of its coordinator's upload, is the coordinator's to commit)."""
-    found = []
-    for launch in launches:
-        with launch.lock:
-            for step in launch.steps.values():
-                if step.names and not step.joined:
-                    found.append((launch, step.version, step.names))
-    return found
-
-
-def warn_uncommitted(launches: Iterable[Launch]) -> list[str]:
-    """Warn about, and drop, every uncommitted step; returns their locations."""
-    gone = []
-    for launch, version, names in uncommitted(launches):
-        launch.discard(version)
-        where = f"o41://{launch.artifact}/{version}"
-        gone.append(where)
-        warnings.warn(
-            f"{where} was written ({', '.join(names)}) but never committed, so it is not "
-            "visible: end a transaction, put the directory, or close a marker file "
-            "(storage option markers=) to commit a step", UncommittedWarning, stacklevel=2)
-    return gone
-
-
-def _warn_at_exit() -> None:
-    from . import fsdefer, fsrun
-
-    fsdefer.settle_at_exit()  # steps whose files all closed commit first (o41.fsdefer)
-    warn_uncommitted(fsrun.all_launches())
-
-
-atexit.register(_warn_at_exit)
 
 
 def is_marker(name: str, markers: tuple[str, ...]) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 from . import fsdefer, fsrun
 from .checkpoint import Run
 from .dataplane import Connections, Retry, put
-from .errors import ConfigError, Immutable, TransportError, VersionExists
+from .errors import ConfigError, Immutable, NotFound, TransportError, VersionExists
 from .fsguard import check_new_step, refuse_removal
 from .fspaths import O41Path, outside_layout, parse, step_in_name, top_version
 from .fsput import answer_of, check_answer, put_whole
@@ -135,16 +135,42 @@ class StepWriter:
         key, name = self.write_target(path)
         if "x" in mode and self.exists(path):
             raise FileExistsError(path)
-        launch = self.writable(key[0])  # the open comes before any bytes: refusals first
-        self._into_step(launch, key)
+        launch = self._into_step(key)
         return WriteFile(self, launch, path, key, name, autocommit)
 
-    def _into_step(self: Any, launch: fsrun.Launch, key: StepKey) -> None:
-        """A write into ``key``: earlier steps of the artifact commit now, ``key`` waits
-        for the close of this file, and then the refusals its commit would get come."""
+    def _into_step(self: Any, key: StepKey) -> fsrun.Launch:
+        """A write into ``key``: the refusals its commit would get come first, before any
+        open (a refused write fences nobody); then the launch, opened if need be; then
+        earlier steps of the artifact commit, and ``key`` waits for this file's close."""
+        self._open_if_moved(key[0])
+        self.check_new_step(key)
+        launch = self.writable(key[0])
         launch.due.cancel(key[1])
         launch.due.settle(spare=lambda version: version == key[1])
-        check_new_step(self, key)
+        return launch
+
+    def _open_if_moved(self: Any, artifact: str) -> None:
+        """A job that read the artifact before opening it, and whose ``latest`` has moved
+        since: a box that still held it committed meanwhile. The open comes first then (it
+        fences that box, and stops this process: ``fsrun.moved_since_read``), before the
+        refusal the write would get (``version_exists``), which would blame the trainer."""
+        if fsrun.launch_if_held(self.api, artifact, self.holder) is not None:
+            return
+        read = fsrun.read_before_open(self.api, artifact, self.holder)
+        if read is None:
+            return
+        try:
+            latest = self.api.read_artifact(artifact).get("latest")
+        except NotFound:
+            return
+        if latest and str(latest) > read:
+            self.writable(artifact)
+
+    def check_new_step(self: Any, key: StepKey) -> None:
+        """Refuse a write into ``key`` whose commit must fail (``o41.fsguard``), before any
+        open."""
+        held = fsrun.launch_if_held(self.api, key[0], self.holder)
+        check_new_step(self.api, key, held, self.commit_after)
 
     def writable(self: Any, artifact: str) -> fsrun.Launch:
         """The launch of ``artifact``, opened if need be; a fenced one stops here."""
@@ -284,8 +310,7 @@ class StepWriter:
         key, name = self.write_target(rpath)
         if mode == "create" and self.exists(rpath):
             raise FileExistsError(rpath)
-        launch = self.writable(key[0])
-        self._into_step(launch, key)
+        launch = self._into_step(key)
         local = hash_files([(name, Path(lpath).absolute())], 1)[0]
         url = launch.declare(key[1], [name])[name]
         answer = _put_path(url, local.path, local.size)

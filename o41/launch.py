@@ -3,16 +3,15 @@
 A trainer whose first touch of its artifact is a read (``dcp.load(".../latest")``) cannot
 be told from an evaluation job by what it does, so it cannot fence at its first touch. The
 launcher says it for it: it opens the artifact (fencing the previous box) before ``CMD``
-starts, hands the open to it in ``O41_RUN`` (the ``o41://`` filesystem and nothing else
-uses it: no second open), and watches the artifact. When a newer launch fences this one,
-the launcher stops ``CMD`` (SIGTERM, then SIGKILL after a grace) and exits 8 with one line
-naming the newer holder and epoch.
+starts, hands the open down in ``O41_RUN`` (every process below it uses it, through shells
+and wrappers, at any depth: no second open), and watches the artifact. When a newer launch
+fences this one, the launcher stops ``CMD`` (SIGTERM, then SIGKILL after a grace) and exits
+8 with one line naming the newer holder and epoch.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from .checkpoint import Run
 from .checkpoint import open as open_run
 from .config import ENV_HOLDER, Settings
 from .errors import ConfigError, ExitCode
+from .job import hooks
 
 GRACE = 10.0  # seconds a fenced trainer gets between SIGTERM and SIGKILL
 ENV_RESUME_FROM = "O41_RESUME_FROM"
@@ -58,11 +58,7 @@ def launch(location: str, resume: str | None, command: Sequence[str]) -> int:
     stop = threading.Event()
     fenced: list[str] = []
 
-    def forward(signum: int, _frame: object) -> None:
-        child.send_signal(signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, forward)
+    hooks.forward_signals(child.send_signal)
     every = fsrun.fence_check_every() or fsrun.FENCE_CHECK
     watcher = threading.Thread(target=_watch, args=(run, child, every, stop, fenced),
                                daemon=True)

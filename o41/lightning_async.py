@@ -20,8 +20,6 @@ from typing import Any
 
 import fsspec
 
-from .fsguard import check_new_step
-
 
 def mend_async(package: str) -> None:
     """Teach ``package``'s ``AsyncCheckpointIO`` o41 paths (nothing else changes)."""
@@ -41,8 +39,8 @@ def mend_async(package: str) -> None:
         if not fs._intrans:  # a single file: the worker's close commits it, as a sync save
             return save(self, checkpoint, path, *args, **kwargs)
         key, name = fs.write_target(str(path))
+        fs.check_new_step(key)  # refused here, before the open, on the caller's thread
         fs.writable(key[0])
-        check_new_step(fs, key)  # refused here, on the caller's thread, not in the queue
         return save(self, checkpoint, f"o41://{key[0]}/{key[1]}/{name}", *args, **kwargs)
 
     cls.save_checkpoint = save_checkpoint

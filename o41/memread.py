@@ -10,7 +10,6 @@ part of one cannot be.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import threading
 import time
@@ -19,6 +18,7 @@ from itertools import pairwise
 
 from .dataplane import Connections, RangeReply, Retry, data_plane_error
 from .errors import IntegrityError, TransportError
+from .job import hooks
 from .local import WORKERS
 from .models import FileEntry
 
@@ -31,7 +31,7 @@ POOL_NAME = "o41-read"
 _pool: ThreadPoolExecutor | None = None
 _conns = Connections()
 _pool_lock = threading.Lock()
-atexit.register(_conns.close)  # keep-alive connections end with the process, quietly
+hooks.at_exit(_conns.close)  # keep-alive connections end with the process, quietly
 
 
 def shared_pool() -> ThreadPoolExecutor:

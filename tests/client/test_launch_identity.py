@@ -1,5 +1,6 @@
-"""Who is one launch: a fork after the open is the same launch, an evaluation subprocess
-is not; a reader never fences; client settings are bounded; errors are the builtin ones."""
+"""Who is one launch: a fork after the open is the same launch, and so is what the job
+starts (tests/client/test_job_process_tree.py has the rest of the tree); a reader never
+fences; client settings are bounded; errors are the builtin ones."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ fs.pipe("{o41_location}/step-00000003/a", b"parent again")
     assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
 
 
-def test_write_mode_is_the_trainers_not_its_evaluation_subprocess(
+def test_evaluation_subprocess_of_a_write_mode_trainer_reads_under_its_open(
         o41_emulator: Emulator, o41_location: str) -> None:
     evaluation = ("import fsspec; fs = fsspec.filesystem('o41'); print(fs.mode);"
                   f"print(fs.cat('{o41_location}/latest/a').decode())")
@@ -70,14 +71,14 @@ print(subprocess.run([sys.executable, "-c", {evaluation!r}], check=True,
 fs.pipe("{o41_location}/step-00000002/a", b"two")  # not fenced by its own evaluation
 """
     done = run_python(o41_emulator, script, O41_MODE="write")
-    assert done.stdout.split() == ["auto", "one"]
+    assert done.stdout.split() == ["write", "one"]  # the job's mode; the job's one open
     assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
     assert [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
         == [1, 2]
 
 
-def test_o41_run_hands_its_open_to_its_command_only(o41_emulator: Emulator,
-                                                    o41_location: str) -> None:
+def test_o41_run_hands_its_open_to_every_process_below_it(o41_emulator: Emulator,
+                                                          o41_location: str) -> None:
     probe = ("import fsspec; from o41 import fsrun; fs = fsspec.filesystem('o41');"
              f"print(fsrun.handed_over(fs.api, '{o41_location[6:]}', fs.holder, workers=1)"
              " is not None)")
@@ -91,7 +92,7 @@ print(subprocess.run([sys.executable, "-c", {probe!r}], check=True, capture_outp
 fs.pipe("{o41_location}/step-00000001/a", b"a")
 """
     done = run_python(o41_emulator, script, launcher=o41_launcher(o41_location))
-    assert done.stdout.split() == ["True", "False"]
+    assert done.stdout.split() == ["True", "True"]
     assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
 
 
@@ -135,11 +136,14 @@ def test_bad_o41_run_is_a_config_error_naming_it(o41_emulator: Emulator, o41_loc
         fs.pipe(f"{o41_location}/step-00000001/a", b"a")
 
 
-def test_write_mode_in_a_torchrun_job_is_rank_zeros() -> None:
+def test_write_mode_belongs_to_every_rank_of_the_job() -> None:
+    """Every rank opens at its first touch, through the job's one open (o41.job)."""
     assert fsrun.mode_of(None, {"O41_MODE": "write", "RANK": "0"}) == "write"
-    assert fsrun.mode_of(None, {"O41_MODE": "write", "RANK": "1"}) == "auto"
-    assert fsrun.mode_of(None, {"O41_MODE": "write", "O41_MODE_PID": "1"}) == "auto"
-    with pytest.raises(o41.ConfigError):
+    assert fsrun.mode_of(None, {"O41_MODE": "write", "RANK": "1"}) == "write"
+    assert fsrun.mode_of(None, {"O41_MODE": " Write "}) == "write"
+    with pytest.raises(o41.ConfigError, match="O41_MODE"):
+        fsrun.mode_of(None, {"O41_MODE": "sometimes"})
+    with pytest.raises(o41.ConfigError, match="mode="):
         fsrun.mode_of("sometimes")
 
 
