@@ -94,6 +94,9 @@ def _mend_writer(cls: Any) -> None:
     def set_up_storage_writer(self: Any, is_coordinator: bool, *args: Any, **kwargs: Any
                               ) -> Any:
         self._o41_coordinator = is_coordinator
+        fs = _o41_fs(self)
+        if fs is not None:  # a save is every rank's write call: a fenced rank stops here,
+            fs.refuse_if_fenced(_step_of(fs, self.path)[0])  # not in a collective
         return setup(self, is_coordinator, *args, **kwargs)
 
     @functools.wraps(global_plan)
@@ -129,8 +132,8 @@ def _mend_writer(cls: Any) -> None:
                                       epoch=ticket["epoch"], version=version,
                                       upload=ticket["upload"], on_fenced=fs.on_fenced,
                                       place=fs.place, workers=fs.workers)
-        elif own.joined:
-            own.join(version, ticket["upload"])
+        elif own.step(version).upload != ticket["upload"]:
+            own.join(version, ticket["upload"])  # the job's open, the coordinator's upload
         future = write_data(self, plan, planner)
         future.wait()
         results = future.value()

@@ -331,7 +331,7 @@ class StepWriter:
             return
         refuse_removal(self, path)
 
-    def _refuse_if_fenced(self: Any, artifact: str) -> None:
+    def refuse_if_fenced(self: Any, artifact: str) -> None:
         """A fenced zombie's clean-up of what the newer box committed (DCP removes an old
         ``.metadata`` before its rename) is a fence, not a permission slip."""
         launch = fsrun.launch_if_held(self.api, artifact, self.holder)
@@ -339,6 +339,7 @@ class StepWriter:
         if launch is not None and exc is not None:
             raise launch.fenced(exc)
 
+    _refuse_if_fenced = refuse_if_fenced
     _rm = rm_file
 
     def rm(self: Any, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:

@@ -19,6 +19,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 
 import fsspec
 import torch
@@ -80,8 +81,9 @@ def main() -> None:
     assert torch.equal(state["w"].to_local(), want), f"rank {rank}: w is not step {step}'s"
     assert torch.equal(state["v"].to_local(), -base[lo:lo + args.size] - step)
     say(f"rank {rank} resumed-at {step}")
+    woken = threading.Event()
     if args.hold_after >= 0:
-        signal.signal(signal.SIGCONT, lambda *_: None)
+        signal.signal(signal.SIGCONT, lambda *_: woken.set())
     while step < args.steps:
         step += 1
         state["w"] = state["w"] + 1
@@ -95,7 +97,10 @@ def main() -> None:
         say(f"rank {rank} saved {step}")
         if step == args.hold_after:
             say(f"rank {rank} holding")
-            signal.pause()
+            # Python runs a handler in the main thread only, while another thread of the
+            # process (gloo's) may take the signal: pause() would sleep through it
+            while not woken.wait(0.1):
+                pass
     dist.destroy_process_group()
     say(f"rank {rank} done {step}")
 
