@@ -19,6 +19,7 @@ for a reader that polls for new checkpoints.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
@@ -153,6 +154,8 @@ class O41FileSystem(Downloads, StepWriter, AbstractFileSystem):
         if version == "latest":
             fsrun.note_read(self.api, artifact, self.holder, found.version)
         return found
+
+    signed = _signed
 
     def version(self, artifact: str, version: str = "latest") -> Version:
         """A committed version, signed; ``latest`` as this instance holds it."""
@@ -359,26 +362,23 @@ class O41FileSystem(Downloads, StepWriter, AbstractFileSystem):
 
 
 def _mend_lightning() -> None:
-    """Teach a loaded Lightning o41's layout (``o41.lightning``) and a loaded DCP its
-    many-rank checkpoints (``o41.dcp``), once each; a no-op without them. Called at every
-    ``url_to_fs`` of an ``o41://`` URL too, so the order of imports and of fsspec's
-    instance cache does not matter."""
-    loaded = {m for m in _FRAMEWORKS if m in sys.modules} - _mended
-    if not loaded:
-        return
-    if loaded & {"lightning.pytorch", "pytorch_lightning"}:
-        from .lightning import mend
-
-        mend()
-    if "torch.distributed.checkpoint._fsspec_filesystem" in loaded:
-        from .dcp import mend as mend_dcp
-
-        mend_dcp()
+    """Teach each loaded framework o41's checkpoints (``ADAPTERS``), once each; a no-op
+    without them. Called at every ``url_to_fs`` of an ``o41://`` URL too, so the order of
+    imports and of fsspec's instance cache does not matter. The adapters are found by name
+    in the table: they depend on this filesystem, never the other way."""
+    loaded = {m for m in ADAPTERS if m in sys.modules} - _mended
+    for framework in sorted(loaded):
+        module, _, function = ADAPTERS[framework].partition(":")
+        getattr(importlib.import_module(module), function)()
     _mended.update(loaded)
 
 
-_FRAMEWORKS = ("lightning.pytorch", "pytorch_lightning",
-               "torch.distributed.checkpoint._fsspec_filesystem")
+# a framework's module, once loaded -> the adapter's function that teaches it o41's layout
+ADAPTERS = {
+    "lightning.pytorch": "o41.lightning:mend",
+    "pytorch_lightning": "o41.lightning:mend",
+    "torch.distributed.checkpoint._fsspec_filesystem": "o41.dcp:mend",
+}
 _mended: set[str] = set()
 
 

@@ -29,7 +29,7 @@ import queue
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fsspec.spec import AbstractBufferedFile
 
@@ -37,13 +37,19 @@ from .errors import IntegrityError, TransportError
 from .memread import check_sha256, fill, shared_pool
 from .models import FileEntry, Version
 
-if TYPE_CHECKING:
-    from .filesystem import O41FileSystem
-
 CACHE_BYTES = 64 * 1024 * 1024     # edge blocks kept once hashed
 PENDING_BYTES = 256 * 1024 * 1024  # blocks kept only because the hash has not reached them
 MAX_AHEAD = 64 * 1024 * 1024  # bytes read ahead of a reader that keeps moving forward
 RUN = 16 * 1024 * 1024  # read ahead in GETs of up to this many bytes (at least one block)
+
+
+class ReadingHost(Protocol):
+    """What a read file asks of its filesystem: how many GETs at once, and a fresh
+    signature of its version when the URLs it holds expired."""
+
+    workers: int
+
+    def signed(self, artifact: str, version: str, fresh: bool = False) -> Version: ...
 
 
 class ReadFile(AbstractBufferedFile):
@@ -51,7 +57,7 @@ class ReadFile(AbstractBufferedFile):
 
     DEFAULT_BLOCK_SIZE = 8 * 1024 * 1024  # fsspec's 5 MiB makes more, smaller GETs
 
-    def __init__(self, fs: O41FileSystem, path: str, version: Version, entry: FileEntry,
+    def __init__(self, fs: ReadingHost, path: str, version: Version, entry: FileEntry,
                  **kwargs: Any) -> None:
         self.version, self.entry = version, entry
         kwargs["cache_type"] = "none"  # the blocks below are the cache
@@ -216,7 +222,7 @@ class ReadFile(AbstractBufferedFile):
         except TransportError as exc:
             if exc.status != 403:  # expired URL: sign again, once
                 raise
-        found = self.fs._signed(self.version.artifact or "", self.version.version, fresh=True)
+        found = self.fs.signed(self.version.artifact or "", self.version.version, fresh=True)
         self.entry = next(e for e in found.files if e.name == self.entry.name)
         fill(self.entry, segments, workers=self.fs.workers)
 

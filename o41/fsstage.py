@@ -15,14 +15,11 @@ from __future__ import annotations
 import fnmatch
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fsspec.transaction import Transaction
 
 from .fslaunch import UncommittedWarning, uncommitted, warn_uncommitted
-
-if TYPE_CHECKING:
-    from .filesystem import O41FileSystem
 
 DEFAULT_MARKERS = (".metadata", "commit_success.txt")
 # Files that are parts of a multi-file checkpoint: closing one waits for its marker (DCP's
@@ -42,10 +39,22 @@ def is_marker(name: str, markers: tuple[str, ...]) -> bool:
 is_part = is_marker  # the same matching, against the ``parts`` patterns
 
 
+class StepCommitter(Protocol):
+    """What a transaction asks of its filesystem: commit or drop a step, and fsspec's own
+    flags of a transaction in progress."""
+
+    _intrans: bool
+    _transaction: Transaction | None
+
+    def commit_step(self, key: StepKey) -> object: ...
+
+    def discard_step(self, key: StepKey) -> None: ...
+
+
 class StepTransaction(Transaction):
     """``with fs.transaction:``: the files of each step written inside become ONE version."""
 
-    def __init__(self, fs: O41FileSystem, **kwargs: Any) -> None:
+    def __init__(self, fs: StepCommitter, **kwargs: Any) -> None:
         super().__init__(fs, **kwargs)
         self.steps: set[StepKey] = set()
         self.depth = 0
@@ -78,7 +87,7 @@ class StepTransaction(Transaction):
         self.fs._intrans = True
 
     def complete(self, commit: bool = True) -> None:
-        fs: O41FileSystem = self.fs
+        fs: StepCommitter = self.fs
         files, self.files = list(self.files), deque()
         keys, self.steps = set(self.steps), set()
         deferred, self.deferred = dict(self.deferred), {}

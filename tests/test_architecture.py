@@ -3,6 +3,7 @@ pyproject.toml; CI also runs `lint-imports` on its own)."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import tomllib
@@ -24,3 +25,59 @@ def test_architecture_doc_names_every_contract():
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     missing = [c["name"] for c in contracts["contracts"] if c["name"] not in doc]
     assert missing == []
+
+
+def _client_modules() -> dict[str, ast.Module]:
+    found = {}
+    for path in (ROOT / "o41").rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = ast.parse(path.read_text(), str(path))
+    return found
+
+
+def test_one_client_module_installs_process_hooks():
+    hooks = {("os", "register_at_fork"), ("atexit", "register"), ("signal", "signal")}
+    installers = sorted(
+        name for name, tree in _client_modules().items() for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name) and (node.func.value.id, node.func.attr) in hooks)
+    assert set(installers) == {"o41.job.hooks"}
+
+
+def test_client_modules_import_no_circle_type_only_and_in_function_imports_counted():
+    modules = _client_modules()
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, tree in modules.items():
+        package = name if (ROOT / name.replace(".", "/") / "__init__.py").exists() \
+            else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([node.module] if node.module else [])])
+                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target not in (name, "o41"):
+                    edges[name].add(target)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), list(edges[start])
+        while todo:
+            current = todo.pop()
+            if current == goal:
+                return True
+            if current not in seen:
+                seen.add(current)
+                todo.extend(edges[current])
+        return False
+
+    assert [name for name in modules if reaches(name, name)] == []
