@@ -1,6 +1,7 @@
 """A run against a URL with only the write key: its first lines name the options that would
 test the rest (the other keys, an expiry target), and it exits 0 when no test failed, its
-base verdict NOT TESTED rather than PASS."""
+base verdict NOT TESTED rather than PASS. What the served emulator offers on its default
+settings (a file size limit, VER-6.e) is tested without options."""
 
 from __future__ import annotations
 
@@ -32,12 +33,14 @@ def test_run_without_keys_names_the_options_first_and_exits_0(
 ) -> None:
     report = tmp_path / "r.json"
     done = pytest_run(REPO, "conformance", "--target", served.url, "--api-key",
-                      served.key or "ak_local", "-q", "--rules", "AUTH-2.a,OPEN-1.a",
+                      served.key or "ak_local", "-q", "--rules", "AUTH-2.a,OPEN-1.a,VER-6.e",
                       "--conformance-report", str(report))
     out = done.stdout + done.stderr
     data = json.loads(report.read_text())
     assert data["summary"]["failed"] == 0 and data["summary"]["passed"] > 0, out[-3000:]
     assert data["verdict"]["base"] == "not tested"
+    # The emulator's default 1 TiB file size limit is tested without any option.
+    assert data["clauses"]["VER-6.e"]["status"] == "pass", out[-3000:]
     assert done.returncode == 0, out[-3000:]
     first = done.stdout.splitlines()[:6]
     assert first[0].startswith("o41 conformance: not given"), first
