@@ -289,6 +289,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(
             "o41 conformance: base NOT TESTED (some base clause was only skipped, see above; "
             "no test failed): the options that would test it are named above"
+            + (" (--untested-fails: exit code 1)" if config.getoption("untested_fails") else "")
         )
 
 
@@ -320,6 +321,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     collector = config.stash.get(COLLECTOR, None)
     if collector is None:
         return
+    if (config.getoption("untested_fails") and collector.results and exitstatus == 0
+            and collector.verdicts()[BASE] == NOT_TESTED):
+        # No PASS without evidence, for a caller that wants it in the exit code (the mutant
+        # table: a mutant that makes a base clause untestable is caught).
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     json_path, html_path = (config.getoption(o) for o in ("conformance_report", "conformance_html"))
     if not (json_path or html_path):
         return

@@ -126,4 +126,8 @@ def test_run_whose_base_clause_only_skipped_is_not_tested_and_exits_0(tmp_path: 
     assert data["clauses"]["OPEN-1.a"] | {"status": "not tested", "run_with": "--opt-x V"} == (
         data["clauses"]["OPEN-1.a"])
     assert done.returncode == 0 and data["exitstatus"] == 0
+    strict = run_suite("--target", "spawn", "--rules", "OPEN-1", "-p", "skips_open_1a", "-q",
+                       "--untested-fails", env={"PYTHONPATH": str(tmp_path)})
+    assert strict.returncode == 1, (strict.stdout + strict.stderr)[-2000:]
+    assert "--untested-fails: exit code 1" in strict.stdout
     assert "base NOT TESTED" in out and "run with: --opt-x V" in out
