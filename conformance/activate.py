@@ -5,8 +5,8 @@ Installing the project must not change anyone else's pytest run: a plugin that a
 (``ValueError: option dest 'target' already used``). So this module adds no option, marker,
 hook or fixture of its own. Before pytest parses the command line it looks at what is being
 collected, and only when that is this package (``pytest conformance``, ``pytest
-conformance/test_fence.py``, ``pytest --pyargs conformance``, or a checkout root that holds
-it) does it register :mod:`conformance.plugin`, which brings the options.
+conformance/tests/fence/test_fencing.py``, ``pytest --pyargs conformance``, or a checkout
+root that holds it) does it register :mod:`conformance.plugin`, which brings the options.
 """
 
 from __future__ import annotations

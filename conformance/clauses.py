@@ -371,8 +371,9 @@ CLAUSES: dict[str, str] = {
     "API-1.f": (
         "Malformed names or bodies (an artifact that is not project/name of letters, digits, "
         "., _, -; a body that is not a JSON object; a missing or mistyped field, such as a "
-        "commit without upload or an open whose place is a string) get 400 invalid_argument "
-        "and change nothing."
+        "commit without upload, a write or delete without version, or an open whose place is "
+        "a string; a parameter given empty, which is malformed, not absent) get 400 "
+        "invalid_argument and change nothing."
     ),
     "API-1.g": (
         "An open answers artifact, epoch, token, holder, fenced, resume_from, write_location "

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
@@ -334,7 +334,7 @@ class Client:
         *,
         method: str = "GET",
         byte_range: tuple[int, int] | None = None,
-        data: bytes | None = None,
+        data: bytes | _Pieces | None = None,
         chunks: Iterable[bytes] | None = None,
     ) -> Reply:
         """A plain request to a signed URL: no Authorization header, as the page's snippet.
@@ -373,3 +373,23 @@ class Client:
     def put_chunked(self, url: str, chunks: Iterable[bytes]) -> Reply:
         """A PUT whose body is sent chunked, without a Content-Length (VER-6.a)."""
         return self.fetch(url, method="PUT", chunks=chunks)
+
+    def put_in_pieces(self, url: str, pieces: Sequence[bytes]) -> Reply:
+        """A PUT with a Content-Length whose body goes out in several writes, as a client
+        streaming a file from disk sends it (VER-6.a)."""
+        return self.fetch(url, method="PUT", data=_Pieces(tuple(pieces)))
+
+
+
+class _Pieces:
+    """A body sent piece by piece with the Content-Length of the whole: requests takes the
+    length from ``len`` and urllib3 sends what iteration gives, one write per piece."""
+
+    def __init__(self, pieces: tuple[bytes, ...]) -> None:
+        self.pieces = pieces
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.pieces)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.pieces)

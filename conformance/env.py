@@ -32,7 +32,8 @@ FEATURES: dict[str, str] = {
     "scoped_read": "a read-only prefix of the scoped key (--scoped-read-prefix PREFIX)",
     "url_expiry": "signed URLs that expire within --max-url-wait seconds",
     "fallback": "a fallback location for clouds without one (--fallback PLACE, not 'none')",
-    "size_limit": "a file size limit no higher than --max-put-bytes N (spawn: 8 MiB)",
+    "size_limit": "a file size limit (up to 1 PiB; one above --max-put-bytes N must be "
+                  "refused from the Content-Length; spawn: 8 MiB)",
 }
 
 _DEFAULT: Any = object()

@@ -13,13 +13,14 @@ from typing import Any
 __all__ = ["render_html"]
 
 _CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222;padding:0 1em}
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:90em;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .7em;text-align:left;
 border-bottom:1px solid #eee;vertical-align:top}th{background:#f6f6f6}
 td.n{text-align:right}.pass{color:#176a26;font-weight:600}.fail{color:#b3261e;font-weight:700}
 .skip,.----{color:#777}.error,.not-tested{color:#a15c00;font-weight:700}
-pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:12.5px}
+pre{background:#f7f7f7;padding:.6em;font-size:12.5px;white-space:pre-wrap}
+dd,pre,h3,td.long{overflow-wrap:anywhere}td.n,td span{white-space:nowrap}
 dl.meta{display:grid;grid-template-columns:max-content auto;gap:.15em 1em}dt{color:#666}
 """
 
@@ -40,7 +41,8 @@ def _counts_table(title: str, rows: dict[str, dict[str, Any]], text: bool) -> st
         cells += "".join(f'<td class="n">{n}</td>' for n in counts)
         why = row.get("run_with") or " ".join(row.get("untested") or [])
         note = f" {escape(f'(run with {why})' if row.get('run_with') else why)}" if why else ""
-        body.append(f"<tr>{cells}<td>{_status(str(row.get('status', '')))}{note}</td></tr>")
+        body.append(f"<tr>{cells}<td class=long>{_status(str(row.get('status', '')))}{note}"
+                    "</td></tr>")
     return f"<table>{head}{''.join(body)}</table>"
 
 
@@ -49,14 +51,21 @@ def _capabilities(data: dict[str, Any]) -> str:
     detected = data.get("capabilities", {})
     for name, group in data.get("capability_results", {}).items():
         status = data.get("verdict", {}).get(name, "")
-        why = group.get("reason") or detected.get(name, {}).get("reason", "")
-        if group.get("untested"):
+        # A note says why the row reads as it does: a skip reason only on a SKIP row (a
+        # PASS row's first skipped test says nothing about the verdict beside it).
+        if status == "skip":
+            why = group.get("reason") or detected.get(name, {}).get("reason", "")
+        elif group.get("untested"):
             why = "not tested: " + ", ".join(group["untested"])
+        elif status == "pass":
+            why = detected.get(name, {}).get("reason", "")
+        else:
+            why = ""
         kind = "base contract" if name == "base" else "optional"
         rows.append(
             f"<tr><td>{escape(name)}</td><td>{kind}</td><td>{_status(status)}</td>"
             f'<td class="n">{group["passed"]}</td><td class="n">{group["failed"]}</td>'
-            f'<td class="n">{group["skipped"]}</td><td>{escape(str(why))}</td></tr>'
+            f'<td class="n">{group["skipped"]}</td><td class=long>{escape(str(why))}</td></tr>'
         )
     head = ("<tr><th>capability</th><th>kind</th><th>status</th><th>passed</th><th>failed</th>"
             "<th>skipped</th><th>note</th></tr>")
@@ -86,10 +95,10 @@ def _tests(data: dict[str, Any]) -> str:
     for t in data.get("tests", []):
         note = t.get("message", "").splitlines()[0] if t.get("message") else ""
         rows.append(
-            f"<tr><td>{escape(t['nodeid'])}</td><td>{_status(t['outcome'])}</td>"
+            f"<tr><td class=long>{escape(t['nodeid'])}</td><td>{_status(t['outcome'])}</td>"
             f"<td>{escape(' '.join(t.get('rules', [])))}</td>"
             f"<td>{escape(' '.join(t.get('features', [])) or 'base')}</td>"
-            f'<td class="n">{t.get("duration", 0):.2f}</td><td>{escape(note)}</td></tr>'
+            f'<td class="n">{t.get("duration", 0):.2f}</td><td class=long>{escape(note)}</td></tr>'
         )
     head = ("<tr><th>test</th><th>outcome</th><th>ids</th><th>capability</th><th>s</th>"
             "<th>note</th></tr>")

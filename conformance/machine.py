@@ -5,6 +5,13 @@ response; invariants compare the target's whole state with it after every step. 
 check raises a RuleViolation, so hypothesis' shrunk failing program names its rule.
 Artifacts are three aliases ``a``/``b``/``c`` mapped to fresh names per example, so runs
 never collide and forks can land on empty or non-empty artifacts alike.
+
+The machine holds the state, the reads and the invariants that compare the target's whole
+state with the model; its moves are mixed in by concept: opens and fencing
+(:mod:`~conformance.machine_opens`), uploads (:mod:`~conformance.machine_uploads`), uploads
+of many writes and streamed files (:mod:`~conformance.machine_streams`) and retention
+(:mod:`~conformance.machine_retention`). Hypothesis orders rules by name, so where a move is
+defined does not change which program a seed draws.
 """
 
 from __future__ import annotations
@@ -17,48 +24,41 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
-    consumes,
     invariant,
-    multiple,
     precondition,
     rule,
 )
 
-from conformance.actions import download, expect_error, expect_ok, file_specs
+from conformance.actions import download, expect_error, expect_ok
 from conformance.client import Reply, Trail
 from conformance.env import Env
-from conformance.machine_moves import IncidentMoves
+from conformance.machine_opens import OpenMoves
 from conformance.machine_parts import (
-    FILES,
-    RULE_OF_KIND,
+    ALIASES,
     Files,
     MBox,
-    Pending,
     Staged,
-    check_open,
     check_version,
     places_for,
 )
 from conformance.machine_retention import RetentionMoves
-from conformance.machine_staged import StagedMoves
+from conformance.machine_streams import StreamMoves
+from conformance.machine_uploads import UploadMoves
 from conformance.model import (
-    FileSpec,
     Model,
-    OpenOutcome,
     Place,
     VersionModel,
-    parse_fork,
-    version_name,
 )
 from conformance.rules import check, check_equal
 from conformance.usage import UsageModel
 
 __all__ = ["ArtifactsMachine"]
 
-ALIASES = ("a", "b", "c")
 
 
-class ArtifactsMachine(RetentionMoves, StagedMoves, IncidentMoves, RuleBasedStateMachine):
+class ArtifactsMachine(
+    RetentionMoves, StreamMoves, UploadMoves, OpenMoves, RuleBasedStateMachine
+):
     boxes = Bundle("boxes")
     uploads = Bundle("uploads")
 
@@ -97,174 +97,6 @@ class ArtifactsMachine(RetentionMoves, StagedMoves, IncidentMoves, RuleBasedStat
         out = [n for n, count in touches.items() if seen.get(n) != count]
         seen.update({n: touches[n] for n in out})
         return out
-
-    # --- opening -------------------------------------------------------------------
-
-    def _open(
-        self, alias: str, resume: str | None, place: Place, holder: str | None = None
-    ) -> MBox | None:
-        name = self.names[alias]
-        label = holder or f"box-{next(self.labels)}"
-        outcome = self.model.predict_open(name, resume, place)
-        reply = self.api.open(name, resume, place, label)
-        source = parse_fork(resume) if resume not in (None, "latest") else None
-        self._touch(name, *([source[0]] if source else []))
-        if not outcome.ok:
-            self.refusals[name] = outcome.rule
-            if outcome.code == "not_found" and reply.code == "not_empty":
-                outcome = OpenOutcome(409, "not_empty", "FORK-1")  # both apply: either is right
-            expect_error(reply, outcome.status, str(outcome.code), outcome.rule, "open")
-            return None
-        body = expect_ok(reply, outcome.rule, f"open of {alias} ({resume})")
-        check_open(body, outcome, place, label, self.env.topology.fallback)
-        self.model.record_open(name, outcome, body["epoch"], label)
-        box = MBox(label, name, place, body["token"], body["epoch"])
-        if name in self.current:
-            self.unprobed.append(self.current[name])
-        self.current[name] = box
-        return box
-
-    @rule(
-        target=boxes,
-        alias=st.sampled_from(ALIASES),
-        place=st.runner().flatmap(lambda m: st.sampled_from(places_for(m.env))),
-        resume=st.sampled_from(["latest", "latest", "fresh"]),
-    )
-    def launch(self, alias: str, place: str, resume: str) -> Any:
-        box = self._open(alias, None if resume == "fresh" else "latest", Place.parse(place))
-        return multiple() if box is None else box
-
-    @rule(
-        target=boxes,
-        source=st.sampled_from(ALIASES),
-        pick=st.integers(0, 20),
-        alias=st.sampled_from(ALIASES),
-        place=st.runner().flatmap(lambda m: st.sampled_from(places_for(m.env))),
-    )
-    def fork(self, source: str, pick: int, alias: str, place: str) -> Any:
-        src = self.model.artifacts.get(self.names[source])
-        names = src.names() if src else []
-        version = names[pick % len(names)] if names else version_name(99_999_999)
-        box = self._open(alias, f"o41://{self.names[source]}/{version}", Place.parse(place))
-        return multiple() if box is None else box
-
-    @precondition(lambda self: bool(self.env.read_key))
-    @rule(alias=st.sampled_from(ALIASES), resume=st.sampled_from(["latest", "fresh"]))
-    def open_with_read_key(self, alias: str, resume: str) -> None:
-        reader = self.api.with_key(self.env.read_key)
-        reply = reader.open(self.names[alias], None if resume == "fresh" else "latest")
-        self.refusals[self.names[alias]] = "AUTH-2"
-        self._touch(self.names[alias])
-        expect_error(reply, 403, "forbidden", "AUTH-2", "open with a read-only key")
-
-    # --- writing -------------------------------------------------------------------
-
-    def _next_version(self, box: MBox, kind: str, gap: int) -> str:
-        latest = self.model.artifacts[box.artifact].latest
-        top = latest.step if latest else 0
-        if kind == "existing" and latest is not None:
-            return latest.name
-        behind = version_name(max(1, top - gap))
-        versions = self.model.artifacts[box.artifact].versions
-        if kind == "behind" and top > 1 and behind not in versions:
-            return behind
-        return version_name(top + gap)
-
-    def _write(self, box: MBox, version: str, files: Files) -> Pending | None:
-        specs = file_specs(files.data())
-        expected = self.model.predict_write(box.artifact, box.epoch, version, specs)
-        reply = self.api.write(box.artifact, box.token, version, [s.as_json() for s in specs])
-        self._touch(box.artifact)
-        if expected.now is not None:
-            expect_error(reply, *expected.now, f"write of {version} by {box.label}")
-            return None
-        if expected.later is not None and not reply.ok:
-            expect_error(reply, *expected.later, f"write of {version} by {box.label}")
-            return None
-        placement = self.env.topology.placement(box.place)
-        rule = RULE_OF_KIND[placement.kind]
-        body = expect_ok(reply, rule, f"write of {version} by {box.label}")
-        check_equal(
-            (Place.from_json(body.get("location")), body.get("route")),
-            (placement.location, placement.route),
-            rule,
-            f"write from {box.place}",
-        )
-        urls = {f["name"]: f["url"] for f in body.get("files", [])}
-        data = files.data()
-        for name, blob in data.items():
-            check(self.api.put(urls[name], blob).ok, "VER-4", f"PUT of {name}")
-        charge = None
-        if self.usage is not None:
-            total = sum(len(b) for b in data.values())
-            charge = self.usage.put(box.artifact, placement.location, box.place, total)
-        return Pending(box, version, str(body["upload"]), files, charge)
-
-    def _commit(self, pending: Pending, token_box: MBox) -> dict[str, Any] | None:
-        box = pending.box
-        expected = self.model.predict_commit(
-            box.artifact, token_box.epoch, box.epoch, pending.version
-        )
-        reply = self.api.commit(box.artifact, token_box.token, pending.upload, pending.listing())
-        self._touch(box.artifact)
-        what = f"commit of {pending.version} (by {box.label}, token of {token_box.label})"
-        if expected is not None:
-            expect_error(reply, *expected, what)
-            self._expect_absent(box.artifact, pending.version, expected[2])
-            return None
-        body = expect_ok(reply, "VER-4", what)
-        placement = self.env.topology.placement(box.place)
-        version = VersionModel(
-            box.artifact,
-            pending.version,
-            placement.location,
-            tuple(file_specs(pending.data())),
-            box.epoch,
-            box.label,
-            box.place,
-        )
-        check_equal(
-            Place.from_json(body.get("location")),
-            placement.location,
-            RULE_OF_KIND[placement.kind],
-            f"location of {pending.version}",
-        )
-        check_equal(body.get("version"), pending.version, "VER-4", "committed version name")
-        self.model.record_commit(version)
-        self.contents[(box.artifact, version.name)] = pending.stored()
-        self.unverified.append(version)
-        if pending.charge is not None:
-            pending.charge.settled = True
-        return body
-
-    @rule(
-        box=boxes,
-        files=FILES,
-        gap=st.integers(1, 300),
-        kind=st.sampled_from(["next", "next", "next", "existing", "behind"]),
-    )
-    def checkpoint(self, box: MBox, files: Files, gap: int, kind: str) -> None:
-        pending = self._write(box, self._next_version(box, kind, gap), files)
-        if pending is not None:
-            self._commit(pending, box)
-
-    @precondition(lambda self: bool(self.current))
-    @rule(alias=st.sampled_from(ALIASES), files=FILES, gap=st.integers(1, 300))
-    def checkpoint_by_current_box(self, alias: str, files: Files, gap: int) -> None:
-        """The usual case, so it gets a rule of its own: the live box writes the next step."""
-        box = self.current.get(self.names[alias])
-        if box is not None:
-            self.checkpoint(box, files, gap, "next")
-
-    @rule(target=uploads, box=boxes, files=FILES, gap=st.integers(1, 300))
-    def upload_without_commit(self, box: MBox, files: Files, gap: int) -> Any:
-        pending = self._write(box, self._next_version(box, "next", gap), files)
-        return multiple() if pending is None else pending
-
-    @rule(pending=consumes(uploads), with_current_token=st.booleans())
-    def commit_upload(self, pending: Pending, with_current_token: bool) -> None:
-        token_box = self.current[pending.box.artifact] if with_current_token else pending.box
-        self._commit(pending, token_box)
 
     # --- reading -------------------------------------------------------------------
 
@@ -370,22 +202,6 @@ class ArtifactsMachine(RetentionMoves, StagedMoves, IncidentMoves, RuleBasedStat
         while self.unverified:
             v = self.unverified.pop()
             self._read(v.artifact, v.name, v.location, 1)
-
-    @invariant()
-    def fenced_boxes_cannot_write(self) -> None:
-        """At most one unfenced writer per artifact: every superseded box is refused."""
-        while self.unprobed:
-            box = self.unprobed.pop()
-            specs = [FileSpec("probe.bin", 0, file_specs({"p": b""})[0].sha256).as_json()]
-            latest = self.model.artifacts[box.artifact].latest
-            version = version_name((latest.step if latest else 0) + 1)
-            expect_error(
-                self.api.write(box.artifact, box.token, version, specs),
-                409,
-                "fenced",
-                "FENCE-2",
-                f"write by the superseded {box.label}",
-            )
 
     @invariant()
     def usage_agrees(self) -> None:

@@ -54,6 +54,7 @@ def shrink_time_limit(seconds: float) -> Iterator[None]:
         engine.MAX_SHRINKING_SECONDS = old
 
 
+ALIASES = ("a", "b", "c")
 RULE_OF_KIND = {"local": "PLACE-1", "default": "PLACE-2", "fallback": "PLACE-3"}
 
 
@@ -224,3 +225,16 @@ def check_version(
     )
     if signed:
         check(all(f.get("url") for f in got["files"]), rule, f"{want.name} is not signed")
+
+
+#: Small checkpoints for the moves that test refusals, not transfer sizes (kept fast).
+SMALL_FILES = st.builds(
+    Files,
+    st.lists(
+        st.tuples(st.sampled_from(["model.pt", "optim.pt", "meta.json"]), st.integers(0, 2048)),
+        min_size=1,
+        max_size=3,
+        unique_by=lambda t: t[0],
+    ).map(tuple),
+    st.integers(0, 2**16),
+)

@@ -18,8 +18,7 @@ from hypothesis.stateful import Bundle, invariant, precondition, rule
 
 from conformance.actions import expect_error, expect_ok, file_specs, make_files
 from conformance.client import Reply, parse_time
-from conformance.machine_moves import SMALL_FILES
-from conformance.machine_parts import Files, MBox, Staged
+from conformance.machine_parts import SMALL_FILES, Files, MBox, Staged
 from conformance.model import Place, version_name
 from conformance.rules import check, check_equal
 
@@ -51,7 +50,7 @@ class RetentionMoves:
     contents: dict[tuple[str, str], Files | Staged]
     unverified: list[VersionModel]
 
-    if TYPE_CHECKING:  # provided by ArtifactsMachine and IncidentMoves
+    if TYPE_CHECKING:  # provided by ArtifactsMachine and UploadMoves
 
         def _touch(self, *names: str, read_only: bool = False) -> None: ...
 

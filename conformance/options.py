@@ -101,7 +101,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=16 << 20,
         metavar="N",
         help="largest body the suite sends to go past the target's file size limit; a "
-        "target whose limit is higher skips the streamed-limit test (size_limit)",
+        "higher limit must be refused from the Content-Length before that many bytes",
+    )
+    g.addoption(
+        "--untested-fails",
+        action="store_true",
+        help="exit 1 when base is NOT TESTED (a base clause was only skipped) although no "
+        "test failed; the default exit is 0, the summary naming what would test it",
     )
     g.addoption(
         "--emulator-fault",

@@ -140,6 +140,8 @@ def pytest_command(proxy_url: str, target: Target, options: set[str], junit: Pat
         cmd += ["--scoped-read-prefix", target.scoped_read_prefix]
     if expiry_url and "--expiry-target" in options:
         cmd += ["--expiry-target", expiry_url]
+    if "--untested-fails" in options:  # a mutant that leaves a base clause untested dies
+        cmd += ["--untested-fails"]
     if rule:
         cmd += ["--rules", rule]
     if first and "--first" in options:

@@ -262,9 +262,9 @@ def test_first_runs_the_clause_tests_ahead_and_the_rest_in_their_order(tmp_path:
 def test_suite_is_recognised_only_by_its_own_paths(tmp_path: Path) -> None:
     repo = PACKAGE_DIR.parent
     assert runs_suite(["conformance"], False, repo)
-    assert runs_suite(["conformance/test_fence.py"], False, repo)
-    assert runs_suite([str(PACKAGE_DIR / "test_open.py")], False, tmp_path)
-    assert runs_suite(["conformance.test_fence"], True, tmp_path)
+    assert runs_suite(["conformance/tests/fence/test_fencing.py"], False, repo)
+    assert runs_suite([str(PACKAGE_DIR / "tests" / "open" / "test_opens.py")], False, tmp_path)
+    assert runs_suite(["conformance.tests.fence.test_fencing"], True, tmp_path)
     assert runs_suite([], False, PACKAGE_DIR)
     assert not runs_suite([], False, repo)  # `pytest` in the checkout runs tests/
     assert not runs_suite(["tests"], False, repo)

@@ -4,6 +4,9 @@ repeat from run to run."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from conformance import rules
@@ -136,3 +139,53 @@ def test_seed_fixed_for_ci_random_for_thorough_given_wins() -> None:
     assert choose_seed("ci", None) == DEFAULT_SEED
     assert choose_seed("thorough", 5) == choose_seed("ci", 5) == 5
     assert len({choose_seed("thorough", None) for _ in range(5)}) > 1
+
+
+def _capability_notes(page: str) -> dict[str, str]:
+    """The note cell of each row of the capability table, by capability."""
+    import re
+
+    table = page.split("<h2>Base and optional capabilities</h2>")[1].split("</table>")[0]
+    rows = re.findall(r"<tr><td>([^<]+)</td>.*?<td(?: class=long)?>([^<]*)</td></tr>", table)
+    return dict(rows)
+
+
+def test_html_capability_notes_match_their_rows() -> None:
+    """A skip of a test that carries no verdict (OPEN-1.a passed in another test) is not
+    the base row's note: the PASS row said "optional capability: no read-only prefix"."""
+    c = Collector()
+    c.record("t::a", ["OPEN-1.a"], "call", "passed")
+    c.record("t::b", ["OPEN-1.a"], "setup", "skipped",
+             message="optional capability: no read-only prefix")
+    c.record("t::u", ["USAGE-1.a"], "setup", "skipped", message="no /usage/read",
+             features=["usage"])
+    data = c.to_json({})
+    assert data["verdict"]["base"] == "pass" and data["verdict"]["usage"] == "skip"
+    notes = _capability_notes(render_html(data))
+    assert notes == {"base": "", "usage": "no /usage/read"}
+
+
+def test_html_report_reads_at_1400_px_without_scrolling_sideways(tmp_path: Path) -> None:
+    """Long test ids, messages without spaces and a long command line wrap inside the page."""
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no Chromium on PATH (Debian: apt-get install chromium)")
+    c = Collector()
+    long_id = "test_x.py::test_" + "a_very_long_test_name_" * 8 + "[" + "p" * 120 + "]"
+    c.record(long_id, ["FENCE-2.a"], "call", "failed", exc=RuleViolation("FENCE-2.a", "x"),
+             message="RuleViolation: " + "x" * 600, trail=["GET /api/v1/" + "y" * 400])
+    c.record("t::s", ["OPEN-1.a"], "setup", "skipped", message="skip:" + "z" * 300)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(c.to_json({"command": "pytest " + "--opt=" + "v" * 500})))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True,
+                                     args=["--no-sandbox", "--disable-gpu"])
+        try:
+            view = browser.new_page(viewport={"width": 1400, "height": 900})
+            view.goto(page.as_uri())
+            widths = view.evaluate("[document.documentElement.scrollWidth, "
+                                   "document.documentElement.clientWidth]")
+        finally:
+            browser.close()
+    assert widths[0] <= widths[1] == 1400, widths

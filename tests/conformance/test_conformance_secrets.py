@@ -98,8 +98,8 @@ def test_masks_keys_their_near_copies_and_key_options() -> None:
     assert not _leaks(" ".join(masked))
     # Words a key shares with the suite's own text stay: spawn's keys hold "conformance".
     spawn = Secrets(["ak_conformance_reader", "ak_local"])
-    assert spawn.mask("conformance/test_auth.py::test_x ak_local") == (
-        "conformance/test_auth.py::test_x ***"
+    assert spawn.mask("conformance/tests/auth/test_keys_and_scopes.py::test_x ak_local") == (
+        "conformance/tests/auth/test_keys_and_scopes.py::test_x ***"
     )
     assert mask_argv(["--api-key", WRITE_KEY, "--expiry-api-key=k2", "--scoped-key", "k=p/",
                       "--rules", "X"]) == [

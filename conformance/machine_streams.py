@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from conformance.model import Model
     from conformance.usage import UsageModel
 
-__all__ = ["StagedMoves"]
+__all__ = ["StreamMoves"]
 
 #: Small files: these moves test how an upload is assembled, not transfer sizes.
 STAGED_FILES = st.builds(
@@ -68,7 +68,7 @@ def declare(data: dict[str, bytes], streamed: set[str]) -> list[dict[str, Any]]:
     return [{"name": s.name} if s.name in streamed else s.as_json() for s in file_specs(data)]
 
 
-class StagedMoves:
+class StreamMoves:
     """Rules of many-write and streamed uploads; needs the machine's state and helpers."""
 
     boxes = Bundle("boxes")
@@ -79,7 +79,7 @@ class StagedMoves:
     env: Env
     usage: UsageModel | None
 
-    if TYPE_CHECKING:  # provided by ArtifactsMachine and IncidentMoves
+    if TYPE_CHECKING:  # provided by ArtifactsMachine and UploadMoves
 
         def _touch(self, *names: str, read_only: bool = False) -> None: ...
 

@@ -1,6 +1,6 @@
 """Versions at their edges (VER-1..4, READ-1): names at the edge of the allowed set,
 artifacts with three or more versions, older versions not only the latest, uploads
-staged twice (cut uploads are in test_edges_commit.py)."""
+staged twice (cut uploads are in ``test_commits_cut_and_ids_almost_real.py`` beside it)."""
 
 from __future__ import annotations
 

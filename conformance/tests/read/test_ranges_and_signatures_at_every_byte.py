@@ -143,7 +143,8 @@ def test_ranges_starting_at_or_past_the_end_unsatisfiable(
 def _moved(url: str, onto: str) -> str:
     """``url``'s signature (its query) on ``onto``'s path. A URL without a query carries its
     signature in its path: then ``url`` with its path's last character changed, a path no
-    one signed (test_read_urls_built_by_hand.py builds the other files' URLs by name)."""
+    one signed (``test_urls_built_by_hand.py`` beside this file builds the other files' URLs
+    by name)."""
     u, v = urlsplit(url), urlsplit(onto)
     if not carries_values(u.query):
         last = u.path[-1:]

@@ -21,7 +21,7 @@ from conformance.actions import (
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check, check_equal
-from conformance.test_auth_on_held_artifacts import _scoped
+from conformance.tests.auth.test_scopes_on_held_artifacts import _scoped
 
 FILES = {"model.bin": 200, "meta.json": 30}
 

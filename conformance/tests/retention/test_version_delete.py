@@ -26,7 +26,7 @@ from conformance.client import Client, Trail, parse_time
 from conformance.env import Env
 from conformance.model import Place
 from conformance.rules import check, check_equal
-from conformance.test_read_url_lifetime import _sample
+from conformance.tests.read.test_url_lifetime import _sample
 
 V = [f"step-{n:08d}" for n in range(0, 6)]
 

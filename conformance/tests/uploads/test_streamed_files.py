@@ -20,6 +20,7 @@ from conformance.actions import (
 )
 from conformance.client import Client
 from conformance.env import Env
+from conformance.past_the_limit import put_declared_past
 from conformance.rules import check, check_equal
 from conformance.uploads import (
     declared,
@@ -32,6 +33,8 @@ from conformance.uploads import (
 )
 
 V1, V2 = "step-00000001", "step-00000002"
+#: The largest file size limit the suite looks for (S3's is 5 TiB, the emulator's 1 TiB).
+LARGEST_LIMIT = 1 << 50
 
 
 def _pieces(data: bytes, n: int) -> list[bytes]:
@@ -173,27 +176,36 @@ def _limit(api: Client, box: Box, most: int) -> int | None:
 def test_a_streamed_put_past_the_limit_is_refused_and_replaces_nothing(
     o41_env: Env, o41_api: Client
 ) -> None:
-    """The limit is found from declared sizes (VER-4.e); a body of exactly the limit is
-    taken, one byte more is 413 with a Content-Length or chunked, and the file keeps the
-    bytes of its earlier PUT."""
+    """The limit is found from declared sizes (VER-4.e). Under ``--max-put-bytes``, a body
+    of exactly the limit is taken and one byte more is 413 with a Content-Length or chunked;
+    above it (the emulator's 1 TiB), a PUT declaring one byte more than the limit is sent
+    as far as the target reads it, and the target must refuse it with 413 before the suite
+    has sent ``--max-put-bytes``. Either way the file keeps the bytes of its earlier PUT."""
     box = open_box(o41_api, o41_env.artifact("stream-limit"), "box-a")
-    limit = _limit(o41_api, box, o41_env.max_put_bytes - 1)
+    limit = _limit(o41_api, box, LARGEST_LIMIT)
     if limit is None:
-        pytest.skip(f"optional capability: no file size limit under {o41_env.max_put_bytes} "
-                    "bytes (--max-put-bytes N)")
+        pytest.skip(f"optional capability: no file size limit up to {LARGEST_LIMIT} bytes")
     small = make_files({"m.bin": 64}, 31)
     upload, urls = _write(o41_api, box, V1, streamed(["m.bin", "full.bin"]), "VER-6.e")
     expect_put_answer(o41_api.put(urls["m.bin"], small["m.bin"]), "m.bin", small["m.bin"],
                       "VER-6.e", "PUT under the limit")
-    full = bytes(limit)
-    expect_put_answer(o41_api.put(urls["full.bin"], full), "full.bin", full, "VER-6.e",
-                      f"PUT of exactly the limit ({limit} bytes)")
-    past = bytes(limit + 1)
-    expect_error(o41_api.put(urls["m.bin"], past), 413, "payload_too_large", "VER-6.e",
-                 f"PUT of {limit + 1} bytes with a Content-Length")
-    expect_error(o41_api.put_chunked(urls["m.bin"], _pieces(past, 4)), 413,
-                 "payload_too_large", "VER-6.e", f"chunked PUT of {limit + 1} bytes")
-    listed = listing(small) + [{"name": "full.bin", "size": limit, "sha256": sha256(full)}]
+    listed = listing(small)
+    if limit < o41_env.max_put_bytes:
+        full = bytes(limit)
+        expect_put_answer(o41_api.put(urls["full.bin"], full), "full.bin", full, "VER-6.e",
+                          f"PUT of exactly the limit ({limit} bytes)")
+        past = bytes(limit + 1)
+        expect_error(o41_api.put(urls["m.bin"], past), 413, "payload_too_large", "VER-6.e",
+                     f"PUT of {limit + 1} bytes with a Content-Length")
+        expect_error(o41_api.put_chunked(urls["m.bin"], _pieces(past, 4)), 413,
+                     "payload_too_large", "VER-6.e", f"chunked PUT of {limit + 1} bytes")
+        listed.append({"name": "full.bin", "size": limit, "sha256": sha256(full)})
+    else:
+        _expect_refused_before_the_body(o41_env, o41_api, urls["m.bin"], limit)
+        other = make_files({"full.bin": 10}, 32)
+        expect_put_answer(o41_api.put(urls["full.bin"], other["full.bin"]), "full.bin",
+                          other["full.bin"], "VER-6.e", "PUT of the other file")
+        listed += listing(other)
     expect_ok(o41_api.commit(box.artifact, box.token, upload, listed), "VER-6.e",
               "commit listing the bytes of the PUT under the limit")
     body = expect_ok(o41_api.read(box.artifact, V1, urls=True), "VER-6.e", "read")
@@ -201,6 +213,19 @@ def test_a_streamed_put_past_the_limit_is_refused_and_replaces_nothing(
     got = o41_api.fetch(m["url"])
     check_equal((got.status, got.content), (200, small["m.bin"]), "VER-6.e",
                 "m.bin after the refused PUTs")
+
+
+def _expect_refused_before_the_body(env: Env, api: Client, url: str, limit: int) -> None:
+    """A limit too large to send past: the PUT declares ``limit + 1`` bytes."""
+    answer = put_declared_past(api.absolute(url), limit + 1, env.max_put_bytes)
+    api.trail.add(f"PUT {url.split('?')[0]} (Content-Length: {limit + 1}, {answer.sent} bytes "
+                  f"sent) -> {answer.status} {answer.code()}")
+    if not answer.early:
+        pytest.skip(f"optional capability: the target read {answer.sent} bytes of a PUT "
+                    f"declaring {limit + 1} without refusing it; a limit under --max-put-bytes N "
+                    "lets the suite send past it")
+    check_equal((answer.status, answer.code()), (413, "payload_too_large"), "VER-6.e",
+                f"the answer to a PUT declaring {limit + 1} bytes, past the limit of {limit}")
 
 
 @pytest.mark.usage
@@ -221,3 +246,30 @@ def test_usage_counts_the_bytes_streamed_files_received(o41_env: Env, o41_api: C
     check_equal(rows, [(V1, 100_000)], "USAGE-1.a", "write rows of a declared and a streamed file")
     local = (usage.get("routes") or {}).get("local") or {}
     check_equal(local.get("write_bytes"), 100_000, "USAGE-1.a", "local write_bytes")
+
+
+@pytest.mark.rule("VER-6.a")
+def test_streamed_puts_of_many_pieces_answer_the_size_and_sha256_of_every_byte(
+    o41_env: Env, o41_api: Client
+) -> None:
+    """Bodies of hundreds of KB in many writes of uneven sizes, chunked and with a
+    Content-Length: each PUT answers the size and sha256 of the whole body (not of its
+    first or last piece), and the committed files read back byte for byte."""
+    box = open_box(o41_api, o41_env.artifact("stream-pieces"), "box-a")
+    rng = o41_env.rng("stream-pieces")
+    files = {"chunked.bin": rng.randbytes(655_363), "length.bin": rng.randbytes(1_310_727)}
+    upload, urls = _write(o41_api, box, V1, streamed(files), "VER-6.a")
+    for name, data in files.items():
+        cuts = sorted(rng.sample(range(1, len(data)), 40))
+        pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+        if name == "chunked.bin":
+            reply, how = o41_api.put_chunked(urls[name], pieces), "chunked"
+        else:
+            reply, how = o41_api.put_in_pieces(urls[name], pieces), "with a Content-Length"
+        expect_put_answer(reply, name, data, "VER-6.a", f"PUT in {len(pieces)} pieces, {how}")
+    expect_ok(o41_api.commit(box.artifact, box.token, upload, listing(files)), "VER-6.a",
+              "commit listing what the PUTs answered")
+    version = expect_ok(o41_api.read(box.artifact, V1, urls=True), "VER-6.a", "read")
+    got = download(o41_api, version)
+    check_equal({n: sha256(d) for n, d in got.items()}, {n: sha256(d) for n, d in files.items()},
+                "VER-6.a", "the bytes read back of the files PUT in pieces")

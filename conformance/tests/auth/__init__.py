@@ -1,0 +1,1 @@
+"""AUTH: keys, their scopes, and the key checked before anything else."""

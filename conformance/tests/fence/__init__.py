@@ -1,0 +1,1 @@
+"""FENCE: epochs, fencing of older boxes, refused opens that fence nobody."""

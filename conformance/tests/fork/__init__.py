@@ -1,0 +1,1 @@
+"""FORK: forks from a version into an empty artifact."""

@@ -1,0 +1,1 @@
+"""OPEN: resume latest, fresh opens, relaunches, resume_from."""

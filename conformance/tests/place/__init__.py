@@ -1,0 +1,1 @@
+"""PLACE and XC: where versions go, routes and cross-cloud marks."""

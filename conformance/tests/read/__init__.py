@@ -1,0 +1,1 @@
+"""READ: latest, signed URLs, ranges, URL lifetimes (the data plane)."""

@@ -1,0 +1,1 @@
+"""VER-7: deleting versions that are not the latest."""

@@ -1,0 +1,1 @@
+"""API: reply and error shapes, malformed input, the order of errors."""

@@ -1,0 +1,83 @@
+"""The contract's two small points on parameters: ``version`` defaults to ``latest`` on
+``versions/read`` only (READ-1.a; a write or a delete without it is a missing field, API-1.f),
+and a parameter given empty (``artifact=``) is malformed, not absent (API-1.f): 400
+``invalid_argument`` that changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.actions import (
+    commit_ok,
+    expect_error,
+    expect_ok,
+    expect_unchanged,
+    make_files,
+    open_box,
+    snapshot,
+)
+from conformance.client import Client
+from conformance.env import Env
+from conformance.rules import check_equal
+
+SHA = "0" * 64
+
+
+@pytest.mark.rule("READ-1.a", "API-1.f")
+def test_version_defaults_to_latest_on_reads_only(o41_env: Env, o41_api: Client) -> None:
+    a = open_box(o41_api, o41_env.artifact("version-left-out"), "box-a")
+    commit_ok(o41_api, a, "step-00000001", make_files({"m": 8}, 11))
+    commit_ok(o41_api, a, "step-00000002", make_files({"m": 9}, 12))
+    body = expect_ok(o41_api.call("GET", "/versions/read", params={"artifact": a.artifact}),
+                     "READ-1.a", "versions/read without version")
+    check_equal(body.get("version"), "step-00000002", "READ-1.a",
+                "the version read when version is left out")
+    before = snapshot(o41_api, a.artifact)
+    # Were ``version`` to default to latest here too, the write would be 409
+    # not_after_latest and the delete 409 is_latest: only 400 says it is a missing field.
+    write = o41_api.call("POST", "/versions/write", body={
+        "artifact": a.artifact, "token": a.token,
+        "files": [{"name": "m", "size": 1, "sha256": SHA}]})
+    expect_error(write, 400, "invalid_argument", "API-1.f", "versions/write without version")
+    delete = o41_api.call("POST", "/versions/delete", body={
+        "artifact": a.artifact, "token": a.token})
+    expect_error(delete, 400, "invalid_argument", "API-1.f", "versions/delete without version")
+    expect_unchanged(o41_api, a.artifact, before, "API-1.f", "the write and delete without version")
+
+
+@pytest.mark.rule("API-1.f")
+def test_parameters_given_empty_are_malformed(o41_env: Env, o41_api: Client) -> None:
+    a = open_box(o41_api, o41_env.artifact("given-empty"), "box-a")
+    commit_ok(o41_api, a, "step-00000001", make_files({"m": 8}, 13))
+    art = a.artifact
+    queries: list[tuple[str, dict[str, str]]] = [
+        ("/versions/read", {"artifact": ""}),
+        ("/versions/read", {"artifact": art, "version": ""}),
+        ("/versions/read", {"artifact": art, "place": ""}),
+        ("/versions/read", {"artifact": art, "urls": ""}),
+        ("/versions/list", {"artifact": ""}),
+        ("/versions/list", {"artifact": art, "place": ""}),
+        ("/artifacts/read", {"artifact": ""}),
+    ]
+    if o41_env.capability("usage")[0]:
+        queries.append(("/usage/read", {"artifact": ""}))  # absent means "all the key reads"
+    for path, params in queries:
+        reply = o41_api.call("GET", path, params=params)
+        expect_error(reply, 400, "invalid_argument", "API-1.f", f"{reply.line()} (given empty)")
+    before = snapshot(o41_api, art)
+    good = {"name": "m", "size": 1, "sha256": SHA}
+    bodies: list[tuple[str, dict[str, Any]]] = [
+        ("/artifacts/open", {"artifact": art, "resume": "latest", "holder": ""}),
+        ("/artifacts/open", {"artifact": art, "resume": ""}),
+        ("/versions/write", {"artifact": art, "token": a.token, "version": "",
+                             "files": [good]}),
+        ("/versions/write", {"artifact": art, "token": "", "version": "step-00000002",
+                             "files": [good]}),
+        ("/versions/delete", {"artifact": art, "token": a.token, "version": ""}),
+    ]
+    for path, body in bodies:
+        reply = o41_api.call("POST", path, body=body)
+        expect_error(reply, 400, "invalid_argument", "API-1.f", f"{path} with {body} (given empty)")
+    expect_unchanged(o41_api, art, before, "API-1.f", "the calls with a field given empty")

@@ -1,0 +1,1 @@
+"""USAGE: bytes and prices per route, placements."""
