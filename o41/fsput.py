@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -210,4 +211,24 @@ def check_answer(name: str, answer: dict[str, Any], size: int, sha256: str) -> N
                              f"received {got[0]} bytes with sha256 {got[1]}")
 
 
-__all__ = ["BUFFER", "PART", "Sender", "answer_of", "check_answer", "put_whole"]
+def put_path(url: str, path: Path | None, size: int) -> dict[str, Any]:
+    """PUT a local file with ``sendfile``, retried on a dropped connection."""
+    assert path is not None
+    conns = Connections()
+    try:
+        for attempt in range(1, 6):
+            try:
+                status, reply = put(conns, url, path, size, lambda n: None)
+            except Retry as exc:
+                if attempt == 5:
+                    raise TransportError(f"PUT {path}: {exc}") from exc
+                continue
+            if status in (502, 503, 504) and attempt < 5:
+                continue
+            return answer_of(url, status, reply)
+    finally:
+        conns.close()
+    raise AssertionError("unreachable")
+
+
+__all__ = ["BUFFER", "PART", "Sender", "answer_of", "check_answer", "put_path", "put_whole"]

@@ -1,17 +1,9 @@
-"""The writing half of the ``o41://`` filesystem: one launch, streamed files, steps committed.
-
-Kept apart from ``o41.filesystem`` (paths and reads). What commits a step, and why the
-commit goes last, is told in ``o41.fsstage``; how a file streams, in ``o41.fsstream``; the
-launch that owns the open, the token and the uploads, in ``o41.fsrun``. A file closed
-outside a transaction or a ``put`` commits its step once no file of it has been open for
-``commit_after`` seconds, or sooner (``o41.fsdefer``), unless it is a part of a multi-file
-checkpoint (DCP's ``*.distcp``, ``*.tmp``: storage option ``parts``), which waits for its
-marker (``.metadata``): so ``torch.save`` of a model and then of its optimizer into
-``.../step-N/`` is one version, and a DCP checkpoint is one version.
-
-The adapters (``o41.lightning``, ``o41.dcp``) use the public methods below: ``launch``,
-``write_target``, ``commit_step``, ``discard_step``, ``hold_step``, ``release_step`` and
-``held_latest``.
+"""The writing half of the ``o41://`` filesystem: one launch per job, streamed files, steps
+committed. What commits a step, and why the commit goes last: ``o41.fsstage`` and
+``o41.fsdefer``; how a file streams: ``o41.fsstream``; the job's open: ``o41.fsrun``. The
+adapters (``o41.lightning``, ``o41.dcp``) use the public methods: ``launch``,
+``write_target``, ``check_new_step``, ``writable``, ``refuse_if_fenced``, ``commit_step``,
+``discard_step``, ``hold_step``, ``release_step`` and ``held_latest``.
 """
 
 from __future__ import annotations
@@ -22,13 +14,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import fsdefer, fsrun
+from . import fsdefer, fsretain, fsrun
 from .checkpoint import Run
-from .dataplane import Connections, Retry, put
-from .errors import ConfigError, Immutable, NotFound, TransportError, VersionExists
+from .errors import ConfigError, Immutable, NotFound, VersionExists
 from .fsguard import check_new_step, refuse_removal
 from .fspaths import O41Path, outside_layout, parse, step_in_name, top_version
-from .fsput import answer_of, check_answer, put_whole
+from .fsput import check_answer, put_path, put_whole
+from .fsreading import ReadingFileSystem
 from .fsstage import HELD, StepKey, is_marker, is_part, uncommitted, warn_uncommitted
 from .fsstream import StreamFile
 from .local import hash_files
@@ -40,7 +32,8 @@ log = logging.getLogger("o41")
 class WriteFile(StreamFile):
     """A file written into a step through one filesystem: its close may commit the step."""
 
-    def __init__(self, fs: Any, launch: fsrun.Launch, path: str, key: StepKey, name: str,
+    def __init__(self, fs: WritingFileSystem, launch: fsrun.Launch, path: str, key: StepKey,
+                 name: str,
                  autocommit: bool) -> None:
         version = key[1]
         held = is_marker(name, HELD)
@@ -70,10 +63,23 @@ class WriteFile(StreamFile):
             self.fs._closed_write(self)
 
 
-class StepWriter:
-    """Mixed into ``O41FileSystem``; uses its ``api``, ``settings`` and options."""
+class WritingFileSystem(ReadingFileSystem):
+    """The writing half of ``o41://``: one launch per job, streamed files, steps committed."""
 
-    def launch(self: Any, artifact: str, resume: Any = "default") -> fsrun.Launch:
+    def _split(self, path: str) -> O41Path:
+        """The parsed path; under ``mode="write"`` the first touch of an artifact opens it."""
+        found = super()._split(path)
+        if self.mode == "write":
+            self.launch(found.artifact)
+        return found
+
+    def _open(self, path: str, mode: str = "rb", block_size: Any = None,
+              autocommit: bool = True, cache_options: Any = None, **kwargs: Any) -> Any:
+        if "r" in mode:
+            return super()._open(path, mode, block_size, autocommit, cache_options, **kwargs)
+        return self._open_write(path, mode, autocommit)
+
+    def launch(self, artifact: str, resume: Any = "default") -> fsrun.Launch:
         """The artifact's launch in this process: opened once (``o41.fsrun``), with the
         ``resume`` option unless told otherwise (a Lightning fit follows its ckpt_path)."""
         if "://" in artifact or artifact.count("/") > 1:
@@ -87,25 +93,25 @@ class StepWriter:
                                      workers=self.workers, on_fenced=self.on_fenced)
         return launch
 
-    def run(self: Any, artifact: str, resume: Any = "default") -> Run:
+    def run(self, artifact: str, resume: Any = "default") -> Run:
         """The open of ``artifact`` (its token, epoch and what it resumed from)."""
         return self.launch(artifact, resume).run
 
-    def held_latest(self: Any, artifact: str) -> str | None:
+    def held_latest(self, artifact: str) -> str | None:
         """The version ``latest`` means to this instance now, if it holds one."""
         with self._lock:
             return self._latest.get(artifact)
 
-    def uncommitted(self: Any) -> list[str]:
+    def uncommitted(self) -> list[str]:
         """Steps written but not committed (not visible), as ``o41://P/N/step-…``."""
         found = uncommitted(fsrun.launches_of(self.api.api_url, self.holder))
         return sorted(f"o41://{launch.artifact}/{version}" for launch, version, _ in found)
 
-    def discard_uncommitted(self: Any) -> list[str]:
+    def discard_uncommitted(self) -> list[str]:
         """Drop every uncommitted step, warning about each (as at interpreter exit)."""
         return warn_uncommitted(fsrun.launches_of(self.api.api_url, self.holder))
 
-    def write_target(self: Any, path: str) -> tuple[StepKey, str]:
+    def write_target(self, path: str) -> tuple[StepKey, str]:
         """The step (``(artifact, version)``) and file name a written ``path`` goes to."""
         where: O41Path = self._split(path)
         if where.at_top:
@@ -127,9 +133,7 @@ class StepWriter:
                               "o41://project/name/step-XXXXXXXX/<file>")
         return (where.artifact, where.version), where.name
 
-    _write_target = write_target
-
-    def _open_write(self: Any, path: str, mode: str, autocommit: bool) -> WriteFile:
+    def _open_write(self, path: str, mode: str, autocommit: bool) -> WriteFile:
         if "a" in mode or "+" in mode:
             raise NotImplementedError(f"{path}: versions are immutable; write whole files")
         key, name = self.write_target(path)
@@ -138,7 +142,7 @@ class StepWriter:
         launch = self._into_step(key)
         return WriteFile(self, launch, path, key, name, autocommit)
 
-    def _into_step(self: Any, key: StepKey) -> fsrun.Launch:
+    def _into_step(self, key: StepKey) -> fsrun.Launch:
         """A write into ``key``: the refusals its commit would get come first, before any
         open (a refused write fences nobody); then the launch, opened if need be; then
         earlier steps of the artifact commit, and ``key`` waits for this file's close."""
@@ -149,7 +153,7 @@ class StepWriter:
         launch.due.settle(spare=lambda version: version == key[1])
         return launch
 
-    def _open_if_moved(self: Any, artifact: str) -> None:
+    def _open_if_moved(self, artifact: str) -> None:
         """A job that read the artifact before opening it, and whose ``latest`` has moved
         since: a box that still held it committed meanwhile. The open comes first then (it
         fences that box, and stops this process: ``fsrun.moved_since_read``), before the
@@ -166,21 +170,19 @@ class StepWriter:
         if latest and str(latest) > read:
             self.writable(artifact)
 
-    def check_new_step(self: Any, key: StepKey) -> None:
+    def check_new_step(self, key: StepKey) -> None:
         """Refuse a write into ``key`` whose commit must fail (``o41.fsguard``), before any
         open."""
         held = fsrun.launch_if_held(self.api, key[0], self.holder)
         check_new_step(self.api, key, held, self.commit_after)
 
-    def writable(self: Any, artifact: str) -> fsrun.Launch:
+    def writable(self, artifact: str) -> fsrun.Launch:
         """The launch of ``artifact``, opened if need be; a fenced one stops here."""
         launch = self.launch(artifact)
         launch.check()
         return launch
 
-    _writable = writable
-
-    def _closed_write(self: Any, f: WriteFile) -> None:
+    def _closed_write(self, f: WriteFile) -> None:
         if not f.autocommit:
             return  # the transaction commits it
         if is_marker(f.relname, self.markers) or not self.commit_after:
@@ -189,14 +191,14 @@ class StepWriter:
             key = f.key
             f.launch.due.defer(key[1], self.commit_after, lambda: self.commit_step(key))
 
-    def commit_pending(self: Any, path: str | None = None) -> None:
+    def commit_pending(self, path: str | None = None) -> None:
         """Commit now every step this process closed its files in and has not committed
         (``o41.fsdefer``), of ``path``'s artifact or of every artifact."""
         artifact = parse(self._strip_protocol(path)).artifact if path else None
         fsdefer.settle_all(launch for launch in fsrun.launches_of(self.api.api_url, self.holder)
                            if artifact in (None, launch.artifact))
 
-    def _settle_for(self: Any, where: O41Path) -> None:
+    def _settle_for(self, where: O41Path) -> None:
         """Read-your-writes: a read, listing or removal in an artifact commits this
         process's due steps of it first; but a path into a due step that names neither a
         file written into it nor a folder of one (``exists`` before the step's next file)
@@ -218,23 +220,23 @@ class StepWriter:
 
         launch.due.settle(spare)
 
-    def hold_step(self: Any, key: StepKey) -> None:
+    def hold_step(self, key: StepKey) -> None:
         """Keep closes and transactions from committing ``key``: its holder commits it
         (``commit_step(key, held=True)``), or drops it."""
         self.writable(key[0]).hold(key[1])
 
-    def release_step(self: Any, key: StepKey) -> None:
+    def release_step(self, key: StepKey) -> None:
         launch = fsrun.launch_if_held(self.api, key[0], self.holder)
         if launch is not None:
             launch.release(key[1])
 
-    def discard_step(self: Any, key: StepKey) -> None:
+    def discard_step(self, key: StepKey) -> None:
         """Drop a step: none of its files becomes visible."""
         launch = fsrun.launch_if_held(self.api, key[0], self.holder)
         if launch is not None:
             launch.discard(key[1])
 
-    def commit_step(self: Any, key: StepKey, held: bool = False,
+    def commit_step(self, key: StepKey, held: bool = False,
                     extra: list[dict[str, Any]] | None = None) -> Version | None:
         """Commit the step: ONE version of every file written into it, commit record last.
 
@@ -262,11 +264,10 @@ class StepWriter:
         with self._lock:
             self._signed_cache.pop(key, None)
         self.hold_latest(artifact, version.version)
+        fsretain.after_commit(self, artifact)  # deletes that waited for a later step
         return version
 
-    _commit_step = commit_step
-
-    def put(self: Any, lpath: Any, rpath: Any, recursive: bool = False, **kwargs: Any) -> None:
+    def put(self, lpath: Any, rpath: Any, recursive: bool = False, **kwargs: Any) -> None:
         """Upload local files; each step they land in becomes one version when put ends
         (inside a transaction, when the transaction ends)."""
         outer = getattr(self._local, "put_batch", None) is None
@@ -287,7 +288,7 @@ class StepWriter:
             for key in sorted(batch):
                 self.commit_step(key)
 
-    def pipe(self: Any, path: Any, value: Any = None, **kwargs: Any) -> None:
+    def pipe(self, path: Any, value: Any = None, **kwargs: Any) -> None:
         """``pipe({name: bytes, ...})`` is one call: each step its files land in becomes one
         version when it ends, as a ``put`` does (a single file commits at once anyway)."""
         if isinstance(path, dict) and not self._intrans:
@@ -296,13 +297,13 @@ class StepWriter:
             return
         super().pipe(path, value, **kwargs)  # type: ignore[misc]
 
-    def pipe_file(self: Any, path: str, value: bytes, mode: str = "overwrite",
+    def pipe_file(self, path: str, value: bytes, mode: str = "overwrite",
                   **kwargs: Any) -> None:
         """One file from memory: streamed with its Content-Length, as one PUT."""
         with self.open(path, "xb" if mode == "create" else "wb", **kwargs) as f:
             f.write(value)
 
-    def put_file(self: Any, lpath: Any, rpath: str, callback: Any = None,
+    def put_file(self, lpath: Any, rpath: str, callback: Any = None,
                  mode: str = "overwrite", **kwargs: Any) -> None:
         """Upload a local file as it is (``sendfile``), into its step's upload."""
         if os.path.isdir(lpath):
@@ -313,7 +314,7 @@ class StepWriter:
         launch = self._into_step(key)
         local = hash_files([(name, Path(lpath).absolute())], 1)[0]
         url = launch.declare(key[1], [name])[name]
-        answer = _put_path(url, local.path, local.size)
+        answer = put_path(url, local.path, local.size)
         check_answer(name, answer, local.size, local.sha256)
         launch.finished(key[1], name, local.size, local.sha256)
         if self._intrans:
@@ -323,7 +324,7 @@ class StepWriter:
         else:
             self.commit_step(key)
 
-    def rm_file(self: Any, path: str) -> None:
+    def rm_file(self, path: str) -> None:
         where = self._split(path)
         launch = fsrun.launch_if_held(self.api, where.artifact, self.holder)
         if (where.version not in (None, "latest") and where.name and launch is not None
@@ -331,7 +332,7 @@ class StepWriter:
             return
         refuse_removal(self, path)
 
-    def refuse_if_fenced(self: Any, artifact: str) -> None:
+    def refuse_if_fenced(self, artifact: str) -> None:
         """A fenced zombie's clean-up of what the newer box committed (DCP removes an old
         ``.metadata`` before its rename) is a fence, not a permission slip."""
         launch = fsrun.launch_if_held(self.api, artifact, self.holder)
@@ -342,7 +343,7 @@ class StepWriter:
     _refuse_if_fenced = refuse_if_fenced
     _rm = rm_file
 
-    def rm(self: Any, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:
+    def rm(self, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:
         for p in path if isinstance(path, list) else [path]:
             where = self._split(p)
             launch = fsrun.launch_if_held(self.api, where.artifact, self.holder)
@@ -354,7 +355,7 @@ class StepWriter:
             else:
                 refuse_removal(self, p)
 
-    def mv(self: Any, path1: str, path2: str, recursive: bool = False, maxdepth: Any = None,
+    def mv(self, path1: str, path2: str, recursive: bool = False, maxdepth: Any = None,
            **kwargs: Any) -> None:
         """Rename a file not yet committed within its step (DCP writes ``.metadata.tmp``,
         held in memory, then renames it): a rename onto a marker commits the step like
@@ -380,39 +381,19 @@ class StepWriter:
         elif is_marker(new, self.markers):
             self.commit_step(key1)
 
-    def makedirs(self: Any, path: str, exist_ok: bool = False) -> None:
+    def makedirs(self, path: str, exist_ok: bool = False) -> None:
         """Directories are implicit in file names: only the path's shape is checked (the
         top of an artifact holds versions and files, no other folders)."""
         where = self._split(path)
         if where.at_top:
             raise ConfigError(outside_layout(where))
 
-    def mkdir(self: Any, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+    def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
         self.makedirs(path, exist_ok=True)
 
-    def cp_file(self: Any, path1: str, path2: str, **kwargs: Any) -> None:
+    def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
         raise NotImplementedError("copying between o41 versions is not supported: get the "
                                   "files, then put them into a new step")
 
 
-def _put_path(url: str, path: Path | None, size: int) -> dict[str, Any]:
-    """PUT a local file with ``sendfile``, retried on a dropped connection."""
-    assert path is not None
-    conns = Connections()
-    try:
-        for attempt in range(1, 6):
-            try:
-                status, reply = put(conns, url, path, size, lambda n: None)
-            except Retry as exc:
-                if attempt == 5:
-                    raise TransportError(f"PUT {path}: {exc}") from exc
-                continue
-            if status in (502, 503, 504) and attempt < 5:
-                continue
-            return answer_of(url, status, reply)
-    finally:
-        conns.close()
-    raise AssertionError("unreachable")
-
-
-__all__ = ["StepWriter", "WriteFile"]
+__all__ = ["WriteFile", "WritingFileSystem"]
