@@ -13,13 +13,14 @@ subprocess (`emulator.served`) is for tests of the server itself.
 from __future__ import annotations
 
 import shutil
+import socket
 import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
 from .app import create_app
 from .backend import Backend
@@ -29,20 +30,44 @@ from .upkeep import reset as reset_backend
 
 
 class _Handler(WSGIRequestHandler):
-    """One connection, in a thread of its own that ends with it."""
+    """One connection (keep-alive: many requests), in a thread of its own that ends with it."""
+
+    server: _Server
 
     def handle(self) -> None:
+        with self.server.lock:
+            self.server.connections.add(self.connection)
         try:
             super().handle()
         finally:
+            with self.server.lock:
+                self.server.connections.discard(self.connection)
             # The thread ends here: its database connection would outlive it, one per
             # connection ever served.
-            backend: Backend = self.server.app.extensions["o41"]  # type: ignore[attr-defined]
-            backend.end_thread()
+            self.server.app.extensions["o41"].end_thread()
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """No line per request on the test run's stderr (werkzeug would add a handler to
         its logger for them)."""
+
+
+class _Server(ThreadedWSGIServer):
+    """werkzeug's threaded server, knowing its open connections: `stop()` hangs up on the
+    idle keep-alive ones, whose threads would otherwise serve them on a closed database."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lock = threading.Lock()
+        self.connections: set[socket.socket] = set()
+
+    def hang_up(self) -> None:
+        with self.lock:
+            open_now = list(self.connections)
+        for conn in open_now:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:  # closed meanwhile
+                pass
 
 
 def _writer_key(settings: Settings) -> tuple[Settings, str]:
@@ -63,7 +88,7 @@ class ThreadedEmulator:
         self.host, self.port = host, port
         self._given = settings
         self._temporary: Path | None = None
-        self._server: BaseWSGIServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._backend: Backend | None = None
         self.settings: Settings | None = None
@@ -92,8 +117,7 @@ class ThreadedEmulator:
             settings, self.key = _writer_key(settings_from(values))
             app = create_app(settings)
             self._backend = app.extensions["o41"]
-            self._server = make_server(self.host, self.port, app, threaded=True,
-                                       request_handler=_Handler)
+            self._server = _Server(self.host, self.port, app, handler=_Handler)
         except BaseException:
             self._close()
             raise
@@ -121,6 +145,7 @@ class ThreadedEmulator:
         if self._server is not None and self._thread is not None:
             self._server.shutdown()
             self._thread.join()
+            self._server.hang_up()
         self._thread = None
         self._close()
 

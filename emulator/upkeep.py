@@ -56,13 +56,14 @@ def revoke_key(backend: Backend, key: object) -> dict:
 
 def reset(backend: Backend) -> dict:
     """Forget every artifact, version, upload and transfer (keys stay), and delete the bytes
-    of every upload the metadata knew: never an object it has no record of, which is another
-    deployment's in a shared bucket. Nodes sharing one metadata database are one emulator,
-    so a reset through any of them resets them all."""
+    of every upload the metadata knew: in an S3 bucket never an object it has no record of,
+    which is another deployment's in a shared bucket (folders in the data dir are all this
+    deployment's, and are emptied whole). Nodes sharing one metadata database are one
+    emulator, so a reset through any of them resets them all."""
     known = every_upload_prefix(backend)
     store.reset.wipe(backend.conn())
-    for bucket, prefix in known:
-        backend.storage.delete_prefix(bucket, prefix)
+    buckets = [loc.bucket for loc in backend.geography.locations.values()]
+    backend.storage.delete_uploads(known, buckets)
     return {"reset": True, "uploads_deleted": len(known)}
 
 
