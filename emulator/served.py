@@ -39,6 +39,7 @@ class ServedEmulator:
         self.url = self.key = ""
         self.lines: list[str] = []
         self.process: subprocess.Popen[str] | None = None
+        self.poll = 0.02  # seconds between health checks while starting
         self._stderr: IO[str] | None = None
 
     @property
@@ -50,6 +51,8 @@ class ServedEmulator:
         return {"Authorization": f"Bearer {self.key}"}
 
     def start(self) -> ServedEmulator:
+        """Start and wait until it answers its health check; on any failure, everything
+        started is killed and reaped before `EmulatorDidNotStart` is raised."""
         # stderr goes to a file: a pipe nobody reads would block a chatty server.
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(
@@ -59,30 +62,52 @@ class ServedEmulator:
             env={**os.environ, **(self.env or {})},
             start_new_session=True,  # its own process group, so kill() takes every worker
         )
-        assert self.process.stdout is not None
+        try:
+            self._read_banner()
+            self._wait_ready(time.monotonic() + self.start_timeout)
+        except BaseException:  # a KeyboardInterrupt too: nothing it started may outlive it
+            self.kill()
+            raise
+        return self
+
+    def _read_banner(self) -> None:
+        """Read stdout until the URL and key are printed (the port is bound by then)."""
+        assert self.process is not None and self.process.stdout is not None
         while not self.key:
             line = self.process.stdout.readline()
             if not line:
                 self.process.wait()
-                said = self.log()[-2000:]  # before _close() closes the file it is in
-                self._close()
                 raise EmulatorDidNotStart(
-                    f"the emulator exited ({self.process.returncode}): {said}")
+                    f"the emulator exited ({self.process.returncode}): {self.log()[-2000:]}")
             self.lines.append(line)
             if m := re.search(r"listening on (http://\S+)", line):
                 self.url = m.group(1)
             if m := re.search(r"O41_ARTIFACTS_API_KEY=(\S+)", line):
                 self.key = m.group(1)
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{self.url}/_emulator/health", timeout=2).status_code == 200:
-                    return self
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.02)
-        self.kill()
-        raise EmulatorDidNotStart(f"{self.url} never became healthy")
+
+    def _wait_ready(self, deadline: float) -> None:
+        """Poll health until a 200 or the deadline. Any error is retried: a refused
+        connection, a reset, a slow answer on a loaded machine, a 503 while the database
+        opens. Each attempt may take what is left of the deadline."""
+        assert self.process is not None
+        last = "no answer yet"
+        with requests.Session() as session:
+            while (left := deadline - time.monotonic()) > 0:
+                if self.process.poll() is not None:
+                    raise EmulatorDidNotStart(
+                        f"the emulator exited ({self.process.returncode}): "
+                        f"{self.log()[-2000:]}")
+                try:
+                    got = session.get(f"{self.url}/_emulator/health", timeout=max(left, 0.1))
+                    if got.status_code == 200:
+                        return
+                    last = f"health answered {got.status_code}"
+                except requests.RequestException as exc:
+                    last = f"{type(exc).__name__}: {exc}"
+                time.sleep(min(self.poll, max(deadline - time.monotonic(), 0)))
+        raise EmulatorDidNotStart(
+            f"{self.url} never became healthy in {self.start_timeout:.0f} s ({last}): "
+            f"{self.log()[-2000:]}")
 
     def log(self) -> str:
         """What the emulator wrote to stderr so far (log lines, fault banners)."""
@@ -99,13 +124,17 @@ class ServedEmulator:
             try:
                 self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                self.kill()
-        self._close()
+                pass
+        self.kill()  # and whatever of its group a graceful stop left (none, as a rule)
 
     def kill(self) -> None:
-        """Stop at once, every worker included (a graceful stop takes over a second)."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
+        """Stop at once, every worker included (a graceful stop takes over a second), and
+        reap it. The group is killed even when its leader has exited: workers outlive it."""
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:  # the group is gone already
+                pass
             self.process.wait()
         self._close()
 
