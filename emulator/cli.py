@@ -297,17 +297,23 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
     help="Size of one checkpoint in GB (10^9 bytes).",
 )
 @click.option("--every", required=True, callback=_duration,
-              help="Interval between checkpoints, e.g. 30m, 1h, 90s.")
+              help="Interval between checkpoints, e.g. 30m, 30min, 1h, 90s.")
 @click.option("--for", "for_", required=True, callback=_duration,
-              help="Length of the run, e.g. 7d, 12h, 1w.")
+              help="Length of the run, e.g. 7d, 12h, 1w, 2days.")
 @click.option(
     "--config",
     "config_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="TOML file whose [prices] replace the defaults, as for serve.",
 )
-def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the table as JSON (bytes, seconds and USD, unrounded).")
+def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | None,
+         as_json: bool) -> None:
     """Print what writing checkpoints costs by where they go, from the price table."""
+    import json
+
+    from .cost import as_json as table_json
     from .cost import cost_table, render
     from .prices import GB
 
@@ -316,6 +322,6 @@ def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | No
         table = cost_table(settings.prices, round(checkpoint_gb * GB), every, for_)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(render(table))
+    click.echo(json.dumps(table_json(table), indent=2) if as_json else render(table))
 
 
