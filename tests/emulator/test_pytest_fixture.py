@@ -4,6 +4,7 @@ tests that ask for the fixture, run by a pytest subprocess of this installation.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -74,6 +75,16 @@ def test_the_environment_is_put_back():
 '''
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def readme_example() -> str:
+    """The README's example test file (its one python block that asks for the fixture)."""
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    (found,) = [b for b in blocks if "(o41_emulator)" in b]
+    return found
+
+
 def user_env() -> dict[str, str]:
     """This process's environment without what the project's own tests set (O41_*)."""
     return {k: v for k, v in os.environ.items()
@@ -96,6 +107,12 @@ def test_a_user_projects_tests_get_an_empty_emulator_each(tmp_path: Path) -> Non
     run = run_user_project(tmp_path, USER_TESTS)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "5 passed" in run.stdout
+
+
+def test_the_readmes_example_tests_pass_in_a_user_project(tmp_path: Path) -> None:
+    run = run_user_project(tmp_path, readme_example())
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "3 passed" in run.stdout
 
 
 def test_the_fixture_is_all_a_users_run_gains(tmp_path: Path) -> None:
