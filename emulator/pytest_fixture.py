@@ -88,6 +88,7 @@ def o41_emulator(o41_emulator_server: ThreadedEmulator) -> Iterator[ThreadedEmul
     run says where it is already (``O41_PLACE`` or ``SKYPILOT_CLUSTER_INFO``)."""
     emu = o41_emulator_server
     emu.reset()
+    emu.clear_chaos()  # an earlier test's rules would fail this one's calls
     _reset_client_state()
     saved = {name: os.environ.get(name) for name in (URL_VAR, KEY_VAR, PLACE_VAR)}
     os.environ[URL_VAR] = emu.api_url

@@ -140,6 +140,15 @@ class ThreadedEmulator:
         finally:
             self._backend.end_thread()
 
+    def clear_chaos(self) -> None:
+        """Remove every chaos rule (what `DELETE /_emulator/chaos` does); a reset keeps them."""
+        if self._backend is None:
+            raise RuntimeError("the emulator is not started")
+        try:
+            self._backend.chaos.store(self._backend.conn(), [])
+        finally:
+            self._backend.end_thread()
+
     def stop(self) -> None:
         """Stop serving, close the database, remove a temporary data dir. Idempotent."""
         if self._server is not None and self._thread is not None:

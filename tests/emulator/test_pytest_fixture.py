@@ -45,6 +45,12 @@ def test_plain_http_opens_that_fence(o41_emulator):
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "fenced", stale.text
 
 
+def test_sets_a_chaos_rule(o41_emulator):
+    rule = {"operation": "versions/list", "status": 503, "times": 100}
+    requests.post(f"{o41_emulator.url}/_emulator/chaos", json={"rules": [rule]},
+                  timeout=60).raise_for_status()
+
+
 def test_the_same_name_is_new_again(o41_emulator):
     listed = requests.get(f"{o41_emulator.api_url}/versions/list", params={"artifact": NAME},
                           headers=o41_emulator.auth, timeout=60)
@@ -106,7 +112,7 @@ def run_user_project(tmp_path: Path, tests: str, *args: str) -> subprocess.Compl
 def test_a_user_projects_tests_get_an_empty_emulator_each(tmp_path: Path) -> None:
     run = run_user_project(tmp_path, USER_TESTS)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert "5 passed" in run.stdout
+    assert "6 passed" in run.stdout
 
 
 def test_the_readmes_example_tests_pass_in_a_user_project(tmp_path: Path) -> None:
