@@ -23,6 +23,9 @@ class TooLarge(Exception):
 
 
 class Storage(ABC):
+    #: delete_uploads() empties every bucket whole, so it needs no prefixes.
+    empties_whole_buckets = False
+
     @abstractmethod
     def ensure_bucket(self, bucket: str) -> None:
         """Create the bucket if it does not exist (another node creating it at the same

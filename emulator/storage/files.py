@@ -17,6 +17,8 @@ from .base import ObjectMissing, Storage
 
 
 class FileStorage(Storage):
+    empties_whole_buckets = True
+
     def __init__(self, root: Path, chunk_size: int = 1 << 20) -> None:
         self.root = root
         self.chunk_size = chunk_size
