@@ -153,6 +153,17 @@ _SWEEPERS: dict[Path, _Sweeper] = {}
 _SWEEPING = threading.Lock()
 
 
+def _forget_sweepers_in_child() -> None:
+    """A forked process (a gunicorn worker of the master that started a sweep) has none of
+    its parent's threads, and may have taken the lock while one of them held it."""
+    global _SWEEPING
+    _SWEEPING = threading.Lock()
+    _SWEEPERS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_sweepers_in_child)
+
+
 class _Sweeper(threading.Thread):
     """Removes everything in one trash folder, again while resets keep adding to it."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import requests
@@ -83,3 +84,15 @@ def test_a_data_dir_given_is_kept():
     with ThreadedEmulator(data_dir=data_dir) as emu:
         assert Box(Http(emu.url), "team/run-1", AWS, key=emu.key).open().status == 200
     assert (data_dir / "metadata.sqlite3").exists()
+
+
+def test_a_start_empties_the_trash_a_stop_cut_short(tmp_path):
+    """A reset's buckets, moved aside and not yet removed when the process ended."""
+    left = tmp_path / "data" / "buckets" / ".trash" / "o41-aws-us-east-1.0123456789ab"
+    (left / "team" / "run-1" / "up_x" / "f").mkdir(parents=True)
+    (left / "team" / "run-1" / "up_x" / "f" / "model.bin").write_bytes(b"old bytes")
+    with ThreadedEmulator(data_dir=tmp_path / "data"):
+        deadline = time.monotonic() + 120
+        while left.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not left.exists()
