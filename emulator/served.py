@@ -76,9 +76,12 @@ class ServedEmulator:
         while not self.key:
             line = self.process.stdout.readline()
             if not line:
+                # It closed stdout to exit before serving: no worker of it can be running.
                 self.process.wait()
+                said = self.log()[-2000:]  # before kill() closes the file it is in
+                self.kill()
                 raise EmulatorDidNotStart(
-                    f"the emulator exited ({self.process.returncode}): {self.log()[-2000:]}")
+                    f"the emulator exited ({self.process.returncode}): {said}")
             self.lines.append(line)
             if m := re.search(r"listening on (http://\S+)", line):
                 self.url = m.group(1)
@@ -93,10 +96,11 @@ class ServedEmulator:
         last = "no answer yet"
         with requests.Session() as session:
             while (left := deadline - time.monotonic()) > 0:
-                if self.process.poll() is not None:
+                if self._leader_exited():
+                    said = self.log()[-2000:]
+                    self.kill()
                     raise EmulatorDidNotStart(
-                        f"the emulator exited ({self.process.returncode}): "
-                        f"{self.log()[-2000:]}")
+                        f"the emulator exited ({self.process.returncode}): {said}")
                 try:
                     got = session.get(f"{self.url}/_emulator/health", timeout=max(left, 0.1))
                     if got.status_code == 200:
@@ -118,25 +122,40 @@ class ServedEmulator:
         return self._stderr.read()
 
     def stop(self, timeout: float = 15.0) -> None:
-        """Stop as a user does (SIGTERM), which also removes a temporary data dir."""
-        if self.process is not None and self.process.poll() is None:
+        """Stop as a user does (SIGTERM), which also removes a temporary data dir; gunicorn
+        ends its workers before it exits. Killed, group and all, if it takes longer."""
+        if self.process is not None and self.process.returncode is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 pass
-        self.kill()  # and whatever of its group a graceful stop left (none, as a rule)
+        self.kill()
 
     def kill(self) -> None:
         """Stop at once, every worker included (a graceful stop takes over a second), and
-        reap it. The group is killed even when its leader has exited: workers outlive it."""
-        if self.process is not None:
+        reap it. The group is killed even when its leader has exited (workers may outlive
+        it), but only until the leader is reaped: then its pid, the group's id, may be
+        another process's."""
+        if self.process is not None and self.process.returncode is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:  # the group is gone already
                 pass
             self.process.wait()
         self._close()
+
+    def _leader_exited(self) -> bool:
+        """Whether the server process exited, without reaping it (see kill())."""
+        assert self.process is not None
+        if self.process.returncode is not None:
+            return True
+        try:
+            found = os.waitid(os.P_PID, self.process.pid,
+                              os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return found is not None
 
     def _close(self) -> None:
         if self.process is not None and self.process.stdout is not None:
