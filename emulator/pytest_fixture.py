@@ -61,9 +61,12 @@ def _forget_launches() -> None:
         return
     from o41.errors import Fenced
 
+    reads = getattr(fsrun, "_read_before_open", None)  # a read's step, judged at the open
     with lock:
         launches = list(registry.values())
         registry.clear()
+        if isinstance(reads, dict):
+            reads.clear()
     for launch in launches:
         if getattr(launch, "stopped", False) is None:  # its fence watch ends on its next look
             launch.stopped = Fenced("the o41_emulator fixture reset the emulator this "
