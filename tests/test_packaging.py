@@ -72,9 +72,14 @@ def test_importing_the_client_loads_no_server_or_test_stack():
 
 
 def test_replay_harness_and_cli_load_no_flask_app():
-    """The harness starts the emulator as a program; the CLI loads the app only to serve."""
+    """The harness starts the emulator as a program; the CLI loads the app only to serve;
+    the pytest fixture, loaded in every run of every project that installs the package, only
+    when a test asks for it."""
     for module in ("replay.command", "emulator.cli", "emulator.served"):
         assert loaded(module, SERVER_AND_TEST_STACK | {"emulator.app"}) == [], module
+    # pytest is there already when pytest loads it
+    assert loaded("emulator.pytest_fixture", SERVER_AND_TEST_STACK | {"emulator.app"}) == [
+        "pytest"]
 
 
 def test_client_distribution_ships_the_one_o41_package_with_only_what_it_imports():
