@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,16 @@ from conformance.spawn import SpawnedEmulator
 from emulator.served import EmulatorDidNotStart, ServedEmulator
 
 
-def group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
+def group_gone(pgid: int, within_s: float = 60) -> bool:
+    """Whether the group is gone, or goes: its killed members other than the leader are
+    init's to reap, a moment after the kill."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
     return False
 
 
