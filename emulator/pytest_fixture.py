@@ -16,7 +16,9 @@ whole session; each test gets it reset, with the environment the o41 client, fss
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,9 @@ DEFAULT_PLACE = "aws/us-east-1"
 
 #: What the fixture sets for each test; each is put back as it was when the test ends.
 URL_VAR, KEY_VAR, PLACE_VAR = "O41_ARTIFACTS_API_URL", "O41_ARTIFACTS_API_KEY", "O41_PLACE"
+#: Where the client's processes of one job share their opens (tokens) of each artifact: a
+#: folder of the test's own, so no test finds an open of a name that an earlier one made.
+JOBS_VAR = "O41_JOBS_DIR"
 
 
 def _reset_client_state() -> None:
@@ -87,15 +92,18 @@ def o41_emulator_server() -> Iterator[ThreadedEmulator]:
 @pytest.fixture
 def o41_emulator(o41_emulator_server: ThreadedEmulator) -> Iterator[ThreadedEmulator]:
     """An empty emulator for this test, with ``O41_ARTIFACTS_API_URL`` and
-    ``O41_ARTIFACTS_API_KEY`` set for it, and ``O41_PLACE`` (``aws/us-east-1``) unless the
-    run says where it is already (``O41_PLACE`` or ``SKYPILOT_CLUSTER_INFO``)."""
+    ``O41_ARTIFACTS_API_KEY`` set for it, ``O41_PLACE`` (``aws/us-east-1``) unless the run
+    says where it is already (``O41_PLACE`` or ``SKYPILOT_CLUSTER_INFO``), and the client's
+    shared opens (``O41_JOBS_DIR``) in a folder of the test's own."""
     emu = o41_emulator_server
     emu.reset()
     emu.clear_chaos()  # an earlier test's rules would fail this one's calls
     _reset_client_state()
-    saved = {name: os.environ.get(name) for name in (URL_VAR, KEY_VAR, PLACE_VAR)}
+    saved = {name: os.environ.get(name) for name in (URL_VAR, KEY_VAR, PLACE_VAR, JOBS_VAR)}
+    jobs = tempfile.mkdtemp(prefix="o41-jobs-")  # private to the user (0700), as it must be
     os.environ[URL_VAR] = emu.api_url
     os.environ[KEY_VAR] = emu.key
+    os.environ[JOBS_VAR] = jobs
     if not (os.environ.get(PLACE_VAR) or os.environ.get("SKYPILOT_CLUSTER_INFO")):
         os.environ[PLACE_VAR] = DEFAULT_PLACE
     try:
@@ -107,3 +115,4 @@ def o41_emulator(o41_emulator_server: ThreadedEmulator) -> Iterator[ThreadedEmul
             else:
                 os.environ[name] = value
         _reset_client_state()
+        shutil.rmtree(jobs, ignore_errors=True)
