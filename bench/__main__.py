@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import control, dataplane, dcp, engines, postgres, restore, scale, soak, startup
+from . import control, dataplane, dcp, engines, fixture, postgres, restore, scale, soak, startup
 from .report import (
     Row,
     limit_row,
@@ -52,10 +52,12 @@ class Plan:
     restore_rounds: int = 3
     dcp_mib: int = 256
     dcp_rounds: int = 3
+    reset_artifacts: int = 2000
+    fixture_tests: int = 200
 
 
 FULL = Plan(1024, 2, 2, 8, 16, 3.0, 10_000, 100_000, 200, 5, True)
-QUICK = Plan(8, 1, 1, 8, 16, 0.3, 200, 2_000, 5, 1, False, 8, 2, 1, 8, 1)
+QUICK = Plan(8, 1, 1, 8, 16, 0.3, 200, 2_000, 5, 1, False, 8, 2, 1, 8, 1, 50, 20)
 
 
 def _size(mib: int) -> str:
@@ -215,9 +217,24 @@ def run_startup(plan: Plan, work: Path, rows: list[Row], log) -> None:
     rows.append(row)
 
 
+def run_fixture(plan: Plan, work: Path, rows: list[Row], log) -> None:
+    r = fixture.measure(work, plan.reset_artifacts, plan.fixture_tests, log)
+    many = f"{r.artifacts:,} artifacts of one version"
+    rows += [
+        limit_row("o41_emulator fixture, per test", r.per_test * 1e3, "ms", "<=", 50),
+        limit_row("ThreadedEmulator start to healthy", r.start, "s", "<=", 0.5),
+        limit_row(f"ThreadedEmulator.reset(), {many}", r.reset_call * 1e3, "ms", "<", 100),
+        limit_row(f"POST /_emulator/reset, {many}", r.reset_http * 1e3, "ms", "<", 100),
+    ]
+    rows[0].note = (f"set-up and tear-down as pytest reports them, median of {r.tests - 1} "
+                    "tests of a user project (the first, which starts the emulator, left out)")
+    rows[1].note = "in this process, once its modules are imported"
+    rows[-1].note = "folder storage: its buckets move to a trash folder a thread empties"
+
+
 SECTIONS = {"dataplane": run_dataplane, "restore": run_restore, "dcp": run_dcp,
             "control": run_control, "engines": run_engines, "scale": run_scale,
-            "startup": run_startup}
+            "startup": run_startup, "fixture": run_fixture}
 
 
 def _memory_dir(plan: Plan) -> str | None:

@@ -1,8 +1,8 @@
 """The processes under test: the emulator, moto's S3 server and a raw loopback sender.
 
-Each runs as its own subprocess, so none of them shares the benchmark client's GIL or
-memory, and each is stopped by its own pid. Output goes to files, never to pipes that
-could fill up and stall a server mid-benchmark.
+Each runs as its own subprocess (the emulator through the project's one launcher), so none
+of them shares the benchmark client's GIL or memory, and each is stopped by its own pid.
+Output goes to files, never to pipes that could fill up and stall a server mid-benchmark.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import requests
 
+from emulator.served import EmulatorDidNotStart, ServedEmulator
+
 REPO = Path(__file__).resolve().parent.parent
 KEY = "ak_local"
 PLACE = {"cloud": "aws", "region": "us-east-1"}
-_LISTENING = re.compile(r"listening on (http://\S+)")
 _READY = re.compile(r"^READY (\d+)$", re.M)
 
 MOTO_MAIN = """
@@ -87,15 +88,23 @@ class Process:
         self._err.close()
 
 
-class Emulator(Process):
-    """`python -m emulator serve --port 0` on a data dir; `url` is ready once healthy."""
+class Emulator:
+    """`o41-emulator serve --port 0` on a data dir (the project's one launcher,
+    `emulator.served.ServedEmulator`); `url` is ready once healthy."""
 
     def __init__(self, data_dir: Path, workdir: Path, *extra: str, name: str = "emulator"):
-        argv = [sys.executable, "-m", "emulator", "serve", "--port", "0",
-                "--data-dir", str(data_dir), "--quiet", *extra]
-        super().__init__(name, argv, workdir)
-        self.url = self.wait_for(_LISTENING).group(1)
-        self.ready_after = wait_healthy(f"{self.url}/_emulator/health", self.started)
+        self.name = name
+        self.started = time.perf_counter()
+        self.served = ServedEmulator("--data-dir", str(data_dir), *extra)
+        self.served.poll = 0.002  # the cold start is a figure: poll finely
+        try:
+            self.served.start()
+        except EmulatorDidNotStart as exc:
+            raise ServerError(f"{name} did not start: {exc}") from None
+        self.ready_after = time.perf_counter() - self.started
+        self.url = self.served.url
+        assert self.served.process is not None
+        self.pid = self.served.process.pid
         self.api = f"{self.url}/api/v1"
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {KEY}"
@@ -109,7 +118,7 @@ class Emulator(Process):
     def stop(self) -> None:
         # An idle keep-alive connection would hold gunicorn's graceful shutdown for seconds.
         self.session.close()
-        super().stop()
+        self.served.stop()
 
     def checkpoint(self, artifact: str, step: int, files: dict[str, bytes]) -> None:
         """Open `artifact` (resume latest) and commit one small version through the API."""
@@ -158,8 +167,8 @@ def wait_healthy(url: str, since: float, timeout: float = 30.0) -> float:
             try:
                 if s.get(url, timeout=1).status_code == 200:
                     return time.perf_counter() - since
-            except (requests.ConnectionError, requests.Timeout):
-                pass  # not listening yet, or too busy starting to answer within 1 s
+            except requests.RequestException:
+                pass  # not listening yet, too busy starting to answer within 1 s, or cut off
             time.sleep(0.002)
     raise ServerError(f"{url} not healthy after {timeout} s")
 

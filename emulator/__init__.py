@@ -13,8 +13,10 @@ if TYPE_CHECKING:
     from .app import create_app
     from .config import Settings
     from .served import EmulatorDidNotStart, ServedEmulator
+    from .threaded import ThreadedEmulator
 
-__all__ = ["EmulatorDidNotStart", "ServedEmulator", "Settings", "create_app", "__version__"]
+__all__ = ["EmulatorDidNotStart", "ServedEmulator", "Settings", "ThreadedEmulator", "create_app",
+           "__version__"]
 __version__ = "0.1.0"
 
 _HOMES = {
@@ -22,6 +24,7 @@ _HOMES = {
     "Settings": ".config",
     "EmulatorDidNotStart": ".served",
     "ServedEmulator": ".served",
+    "ThreadedEmulator": ".threaded",
 }
 
 

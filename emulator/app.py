@@ -99,8 +99,10 @@ def create_app(config: Settings | Mapping | None = None, *, prepare: bool = True
         # One line per call: operation, subject -> status, outcome. Keys are never logged.
         if request.path.startswith("/api/v1/"):
             op = request.path.removeprefix("/api/v1/")
-        else:
-            op = f"{request.method} {request.path.split('/')[1]}"
+        elif request.path.startswith("/data/"):  # the subject names artifact and version
+            op = f"{request.method} data"
+        else:  # the admin endpoints and the pages, each by its path
+            op = f"{request.method} {request.path}"
         subject, outcome = g.get("log", None) or (_subject_of_request(), "")
         if response.status_code >= 400 and response.is_json:
             outcome = (response.get_json(silent=True) or {}).get("error", {}).get("code", "")

@@ -77,6 +77,16 @@ class Backend:
             self._held.discard(conn)
             conn.close()
 
+    def end_thread(self) -> None:
+        """Close this thread's connection for good: a server that starts a thread per
+        connection (werkzeug's, `emulator.threaded`) would otherwise keep one per thread
+        it ever ran, long after the thread ended."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            self._held.discard(conn)
+            conn.close()
+
     def discard_connection(self) -> None:
         """Drop this thread's connection after a database error: it may be broken, or in a
         failed transaction; the next `conn()` opens a fresh one."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import ipaddress
@@ -183,14 +184,22 @@ def serve(
 
     check_environment(click.get_current_context())
     temporary = data_dir is None
-    root = Path(tempfile.mkdtemp(prefix="o41-emulator-")) if temporary else data_dir
+    # Nothing is written (no data dir, no database) before the port is ours: a busy port or
+    # a bad setting leaves no trace. The settings are read against the data dir to come.
+    planned = data_dir if data_dir is not None else Path(tempfile.gettempdir())
+    settings = load_config(config_file, planned)
+    settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+    if faults:
+        settings = replace(settings, faults=settings.faults | frozenset(faults))
+    settings = exposure(host, settings, allow_unauthenticated_admin)
+    exposed = not is_loopback(host_name(host))
     try:
-        settings = load_config(config_file, root)
-        settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
-        if faults:
-            settings = replace(settings, faults=settings.faults | frozenset(faults))
-        settings = exposure(host, settings, allow_unauthenticated_admin)
-        exposed = not is_loopback(host_name(host))
+        sock = bind(host, port)
+    except OSError as exc:
+        raise click.ClickException(_bind_failure(host, port, exc)) from None
+    root = Path(tempfile.mkdtemp(prefix="o41-emulator-")) if temporary else data_dir
+    settings = replace(settings, data_dir=root)
+    try:
         try:
             prepared = Backend(settings)
             prepare_storage(prepared)
@@ -199,10 +208,6 @@ def serve(
             raise click.ClickException(f"refusing to start: {exc}") from None
         except Exception as exc:  # a bad endpoint, database or data dir says so, no trace
             raise click.ClickException(f"cannot prepare storage: {exc}") from None
-        try:
-            sock = bind(host, port)
-        except OSError as exc:
-            raise click.ClickException(_bind_failure(host, port, exc)) from None
         url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
         for name in sorted(settings.faults):
             rule, what = FAULTS[name]
@@ -236,6 +241,8 @@ def serve(
         finally:
             forget_node(settings)
     finally:
+        with contextlib.suppress(OSError):  # gunicorn serves copies of it; ours is spare
+            sock.close()
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -297,17 +304,23 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
     help="Size of one checkpoint in GB (10^9 bytes).",
 )
 @click.option("--every", required=True, callback=_duration,
-              help="Interval between checkpoints, e.g. 30m, 1h, 90s.")
+              help="Interval between checkpoints, e.g. 30m, 30min, 1h, 90s.")
 @click.option("--for", "for_", required=True, callback=_duration,
-              help="Length of the run, e.g. 7d, 12h, 1w.")
+              help="Length of the run, e.g. 7d, 12h, 1w, 2days.")
 @click.option(
     "--config",
     "config_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="TOML file whose [prices] replace the defaults, as for serve.",
 )
-def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the table as JSON (bytes, seconds and USD, unrounded).")
+def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | None,
+         as_json: bool) -> None:
     """Print what writing checkpoints costs by where they go, from the price table."""
+    import json
+
+    from .cost import as_json as table_json
     from .cost import cost_table, render
     from .prices import GB
 
@@ -316,6 +329,6 @@ def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | No
         table = cost_table(settings.prices, round(checkpoint_gb * GB), every, for_)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(render(table))
+    click.echo(json.dumps(table_json(table), indent=2) if as_json else render(table))
 
 

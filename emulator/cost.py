@@ -8,21 +8,33 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from .prices import GB, Prices
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+# Spelled-out units as people type them (`30min`, `2hours`), each meaning one of the above.
+_UNIT_NAMES = {
+    "s": ("s", "sec", "secs", "second", "seconds"),
+    "m": ("m", "min", "mins", "minute", "minutes"),
+    "h": ("h", "hr", "hrs", "hour", "hours"),
+    "d": ("d", "day", "days"),
+    "w": ("w", "wk", "wks", "week", "weeks"),
+}
+_UNIT_OF = {name: unit for unit, names in _UNIT_NAMES.items() for name in names}
+_DURATION_PART = re.compile(
+    r"(\d+(?:\.\d+)?)(" + "|".join(sorted(_UNIT_OF, key=len, reverse=True)) + ")")
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in `90s`, `30m`, `1h`, `7d`, `2w` or a sum such as `1h30m`; else ValueError."""
+    """Seconds in `90s`, `30m`, `30min`, `1h`, `2hours`, `7d`, `2w` or a sum such as `1h30m`;
+    else ValueError."""
     cleaned = text.strip().lower().replace(" ", "")
     parts = _DURATION_PART.findall(cleaned)
     if not cleaned or "".join(n + u for n, u in parts) != cleaned:
-        raise ValueError(f"{text!r} is not a duration such as 90s, 30m, 1h, 7d or 1h30m")
-    seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+        raise ValueError(f"{text!r} is not a duration such as 90s, 30m, 30min, 1h, 7d or "
+                         "1h30m")
+    seconds = sum(float(n) * _UNIT_SECONDS[_UNIT_OF[u]] for n, u in parts)
     if seconds <= 0:
         raise ValueError(f"{text!r} is not a positive duration")
     return seconds
@@ -118,6 +130,17 @@ def cost_table(prices: Prices, checkpoint_bytes: int, every_s: float, for_s: flo
         for c, rate in cross.items()
     )
     return CostTable(checkpoint_bytes, every_s, for_s, checkpoints, written, tuple(rows), resume)
+
+
+def as_json(table: CostTable) -> dict:
+    """The table as `o41-emulator cost --json` prints it: every figure, in bytes, seconds
+    and USD, unrounded."""
+    return {
+        "checkpoint_bytes": table.checkpoint_bytes, "every_s": table.every_s,
+        "for_s": table.for_s, "checkpoints": table.checkpoints,
+        "written_bytes": table.written_bytes,
+        "rows": [asdict(r) for r in table.rows], "resume": [asdict(r) for r in table.resume],
+    }
 
 
 def render(table: CostTable) -> str:

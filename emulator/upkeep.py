@@ -56,13 +56,18 @@ def revoke_key(backend: Backend, key: object) -> dict:
 
 def reset(backend: Backend) -> dict:
     """Forget every artifact, version, upload and transfer (keys stay), and delete the bytes
-    of every upload the metadata knew: never an object it has no record of, which is another
-    deployment's in a shared bucket. Nodes sharing one metadata database are one emulator,
-    so a reset through any of them resets them all."""
+    of every upload the metadata knew: in an S3 bucket never an object it has no record of,
+    which is another deployment's in a shared bucket (folders in the data dir are all this
+    deployment's, and are emptied whole). Nodes sharing one metadata database are one
+    emulator, so a reset through any of them resets them all."""
+    buckets = [loc.bucket for loc in backend.geography.locations.values()]
+    if backend.storage.empties_whole_buckets:  # no need to know where each upload lies
+        forgotten = store.reset.wipe(backend.conn())
+        backend.storage.delete_uploads((), buckets)
+        return {"reset": True, "uploads_deleted": forgotten}
     known = every_upload_prefix(backend)
     store.reset.wipe(backend.conn())
-    for bucket, prefix in known:
-        backend.storage.delete_prefix(bucket, prefix)
+    backend.storage.delete_uploads(known, buckets)
     return {"reset": True, "uploads_deleted": len(known)}
 
 

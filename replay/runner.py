@@ -261,6 +261,10 @@ class Runner:
                         self.runs.append(run)
                         self.current = run
                     self.supervise(run)
+                    if self.crashed_early(run):  # the next box would fail the same way
+                        self.log(f"{box.id} failed before it opened: the boxes after it "
+                                 "are not launched")
+                        break
                 self.finish()
             finally:
                 for run in self.runs:

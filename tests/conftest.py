@@ -19,6 +19,7 @@ from tests.support.backends import (
     make_settings,
 )
 from tests.support.emulator_http import Http
+from tests.support.leftovers import end_leftovers, postmaster, tag_session
 from tests.support.s3_servers import S3Server, chosen
 from tests.support.served import Emulator
 
@@ -35,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # xdist's workers keep their controller's tag
+        tag_session()
     try:
         chosen(config.getoption("--s3-server", None))
     except ValueError as exc:
@@ -45,6 +48,22 @@ def pytest_configure(config: pytest.Config) -> None:
         pg = Postgres().start()
         _POSTGRES.append(pg)
         os.environ[DATABASE_VAR] = pg.database("o41_session")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No test may leave a server running: an emulator, gunicorn, weed or PostgreSQL this
+    run started and did not stop fails the run (and is ended). Checked once, by the
+    controller, after every worker has finished."""
+    if hasattr(session.config, "workerinput"):
+        return
+    left = end_leftovers(keep=[postmaster(pg.data) for pg in _POSTGRES])
+    if left:
+        lines = "\n".join(f"  pid {pid}: {cmd[:200]}" for pid, cmd in sorted(left.items()))
+        session.config.get_terminal_writer().line(
+            f"\nERROR: the tests left {len(left)} server process(es) running (now killed):\n"
+            f"{lines}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -26,6 +26,8 @@ SERVER_AND_TEST_STACK = {"flask", "werkzeug", "gunicorn", "minio", "pytest", "hy
 # Modules that only the library they plug into imports, through its entry point, so they
 # may import that library: each extra of both distributions declares it.
 PLUGINS = {"fsupath.py": "upath"}  # module name: the extra that declares its library
+# pytest11 plugins outside the suite: only pytest loads them, so pytest is there already
+PYTEST_PLUGINS = {"pytest_fixture.py"}
 
 
 def third_party_imports(package: Path, *, plugins: bool = False) -> set[str]:
@@ -42,6 +44,8 @@ def third_party_imports(package: Path, *, plugins: bool = False) -> set[str]:
                 tops = [node.module.split(".")[0]]
             else:
                 continue
+            if path.name in PYTEST_PLUGINS:
+                tops = [t for t in tops if t != "pytest"]
             found.update(t for t in tops if t not in sys.stdlib_module_names and t not in OWN)
     return {PROVIDED_BY.get(t, t) for t in found}
 
@@ -68,9 +72,14 @@ def test_importing_the_client_loads_no_server_or_test_stack():
 
 
 def test_replay_harness_and_cli_load_no_flask_app():
-    """The harness starts the emulator as a program; the CLI loads the app only to serve."""
+    """The harness starts the emulator as a program; the CLI loads the app only to serve;
+    the pytest fixture, loaded in every run of every project that installs the package, only
+    when a test asks for it."""
     for module in ("replay.command", "emulator.cli", "emulator.served"):
         assert loaded(module, SERVER_AND_TEST_STACK | {"emulator.app"}) == [], module
+    # pytest is there already when pytest loads it
+    assert loaded("emulator.pytest_fixture", SERVER_AND_TEST_STACK | {"emulator.app"}) == [
+        "pytest"]
 
 
 def test_client_distribution_ships_the_one_o41_package_with_only_what_it_imports():

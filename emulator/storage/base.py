@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
+
+DELETE_THREADS = 16  # prefixes deleted at once: each is two round trips to an S3 server
 
 
 class ObjectMissing(Exception):
@@ -20,6 +23,9 @@ class TooLarge(Exception):
 
 
 class Storage(ABC):
+    #: delete_uploads() empties every bucket whole, so it needs no prefixes.
+    empties_whole_buckets = False
+
     @abstractmethod
     def ensure_bucket(self, bucket: str) -> None:
         """Create the bucket if it does not exist (another node creating it at the same
@@ -45,6 +51,18 @@ class Storage(ABC):
     def delete_prefix(self, bucket: str, prefix: str) -> None:
         """Remove every object whose key starts with `prefix`: one upload's objects, when it
         is reclaimed or the emulator is reset."""
+
+    def delete_uploads(self, prefixes: Collection[tuple[str, str]],
+                       buckets: Collection[str]) -> None:
+        """Remove every object under each (bucket, prefix): every upload a reset forgot.
+        `buckets` are the buckets of every location, for a backend that can empty its own
+        buckets whole. By default the prefixes are deleted a few at a time, each a listing
+        and a batch delete of its own."""
+        if not prefixes:
+            return
+        with ThreadPoolExecutor(max_workers=min(DELETE_THREADS, len(prefixes))) as pool:
+            for done in [pool.submit(self.delete_prefix, b, p) for b, p in prefixes]:
+                done.result()
 
     @abstractmethod
     def reclaim_partials(self, buckets: Collection[str], older_than: float) -> int:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import os
+import secrets
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
@@ -15,6 +17,8 @@ from .base import ObjectMissing, Storage
 
 
 class FileStorage(Storage):
+    empties_whole_buckets = True
+
     def __init__(self, root: Path, chunk_size: int = 1 << 20) -> None:
         self.root = root
         self.chunk_size = chunk_size
@@ -95,9 +99,42 @@ class FileStorage(Storage):
     def delete_prefix(self, bucket: str, prefix: str) -> None:
         shutil.rmtree(self._path(bucket, prefix.rstrip("/")), ignore_errors=True)
 
+    def delete_uploads(self, prefixes: Collection[tuple[str, str]],
+                       buckets: Collection[str]) -> None:
+        """Empty the buckets whole: each is renamed into the trash folder and made anew,
+        and the trash is removed by a thread of its own. Unlinking is slow (thousands of
+        uploads took seconds, on a busy disk far more), a rename is one step per bucket.
+
+        Every object in these folders is one of this deployment's uploads, or bytes a
+        killed process left of one: the data dir is one deployment's, unlike an S3 bucket
+        that several may share."""
+        trash = self.root / TRASH
+        trash.mkdir(parents=True, exist_ok=True)
+        for bucket in buckets:
+            try:
+                os.rename(self.root / bucket, trash / f"{bucket}.{secrets.token_hex(6)}")
+            except FileNotFoundError:  # never written to, or another node's reset took it
+                pass
+            self.ensure_bucket(bucket)
+        self.empty_trash()
+
+    def empty_trash(self) -> None:
+        """Remove what resets moved aside, in a daemon thread (one at a time per process):
+        what a stop cuts short is removed by the next start's."""
+        with _SWEEPING:
+            if self.root in _SWEEPERS:
+                _SWEEPERS[self.root].again = True
+                return
+            sweeper = _Sweeper(self.root / TRASH)
+            _SWEEPERS[self.root] = sweeper
+        sweeper.start()
+
     def reclaim_partials(self, buckets: Collection[str], older_than: float) -> int:
         """Partial files of every bucket share one folder; its stale ones are removed
-        (by modification time, which every write moves on)."""
+        (by modification time, which every write moves on). Emptying the trash of resets
+        starts here too."""
+        if (self.root / TRASH).is_dir():
+            self.empty_trash()
         cutoff = time.time() - older_than
         removed = 0
         (self.root / ".partial").mkdir(parents=True, exist_ok=True)
@@ -109,6 +146,51 @@ class FileStorage(Storage):
             except FileNotFoundError:  # its PUT finished or failed meanwhile
                 pass
         return removed
+
+
+TRASH = ".trash"  # the buckets resets moved aside, being removed
+_SWEEPERS: dict[Path, _Sweeper] = {}
+_SWEEPING = threading.Lock()
+
+
+def _forget_sweepers_in_child() -> None:
+    """A forked process (a gunicorn worker of the master that started a sweep) has none of
+    its parent's threads, and may have taken the lock while one of them held it."""
+    global _SWEEPING
+    _SWEEPING = threading.Lock()
+    _SWEEPERS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_sweepers_in_child)
+
+
+class _Sweeper(threading.Thread):
+    """Removes everything in one trash folder, again while resets keep adding to it."""
+
+    def __init__(self, trash: Path) -> None:
+        super().__init__(name=f"o41-trash {trash}", daemon=True)
+        self.trash = trash
+        self.again = True
+
+    def run(self) -> None:
+        try:
+            while True:
+                with _SWEEPING:
+                    if not self.again:
+                        return
+                    self.again = False
+                for entry in _entries(self.trash):
+                    shutil.rmtree(entry, ignore_errors=True)
+        finally:
+            with _SWEEPING:
+                _SWEEPERS.pop(self.trash.parent, None)
+
+
+def _entries(folder: Path) -> list[str]:
+    try:
+        return [e.path for e in os.scandir(folder)]
+    except FileNotFoundError:  # the data dir itself was removed (a temporary one at exit)
+        return []
 
 
 def _move_into_place(tmp: str, target: Path) -> None:

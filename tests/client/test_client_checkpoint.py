@@ -153,6 +153,6 @@ def test_load_refreshes_expired_urls(o41_env: Emulator, o41_location: str, tmp_p
     assert run.resume_from is not None
     broken = [o41.FileEntry(f.name, f.size, f.sha256, f.url + "0") for f in run.resume_from.files]
     stale = o41.Version(**{**run.resume_from.__dict__, "files": tuple(broken)})
-    assert requests.get(broken[0].url, timeout=5).status_code == 403  # a bad signature
+    assert requests.get(broken[0].url, timeout=60).status_code == 403  # a bad signature
     assert run.load(tmp_path, stale).version == "step-00000001"
     assert (tmp_path / "s").read_bytes() == b"one"

@@ -36,7 +36,7 @@ def chaotic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulato
 
 
 def chaos(emu: Emulator, rules: list[dict]) -> None:
-    requests.post(f"{emu.url}/_emulator/chaos", json={"rules": rules}, timeout=10)
+    requests.post(f"{emu.url}/_emulator/chaos", json={"rules": rules}, timeout=60)
 
 
 def test_save_and_load_succeed_through_failing_and_cut_calls(chaotic, o41_location, tmp_path):
@@ -61,7 +61,7 @@ def test_save_and_load_succeed_through_failing_and_cut_calls(chaotic, o41_locati
         assert (tmp_path / "ckpt" / name).read_bytes() == content
     chaos(chaotic, [{"operation": "versions/read", "times": 2}])
     assert again.api.read_version(again.artifact)["version"] == "step-00000100"
-    left = requests.get(f"{chaotic.url}/_emulator/chaos", timeout=10).json()["rules"]
+    left = requests.get(f"{chaotic.url}/_emulator/chaos", timeout=60).json()["rules"]
     assert [rule["times"] for rule in left] == [0] * len(left), left  # every fault was met
 
 
@@ -74,7 +74,7 @@ def test_commit_whose_reply_was_lost_is_recognised_as_landed(chaotic, o41_locati
     ticket = api.write_version(run.artifact, run.token, "step-00000002",
                                [{"name": "a", "size": 1, "sha256":
                                  "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"}])
-    requests.put(ticket["files"][0]["url"], data=b"a", timeout=10)
+    requests.put(ticket["files"][0]["url"], data=b"a", timeout=60)
     first = api.commit(run.artifact, run.token, ticket["upload"])
     calls = iter([ServerError("lost", status=503)])
     real_once = api._once
@@ -97,7 +97,7 @@ def test_persistent_failure_still_surfaces(chaotic, o41_location, monkeypatch):
     chaos(chaotic, [{"operation": "artifacts/open", "status": 503, "times": 7}])
     with pytest.raises(ServerError):
         o41.open(o41_location, resume="latest")
-    rules = requests.get(f"{chaotic.url}/_emulator/chaos", timeout=10).json()["rules"]
+    rules = requests.get(f"{chaotic.url}/_emulator/chaos", timeout=60).json()["rules"]
     assert rules[0]["times"] == 1  # six tries, then it surfaced
 
 

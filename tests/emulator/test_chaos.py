@@ -48,9 +48,9 @@ def test_chaos_cuts_download_mid_body_and_meters_only_what_was_sent(live_factory
     url = box.read(place="aws/us-east-1").body["files"][0]["url"]
     set_chaos(emu.http, [{"operation": "data/get", "status": 0, "cut_after_bytes": 1000}])
     with pytest.raises(requests.exceptions.ChunkedEncodingError):
-        requests.get(url, timeout=10).content  # noqa: B018 - reading the body is the point
+        requests.get(url, timeout=60).content  # noqa: B018 - reading the body is the point
     emu.http.request("DELETE", "/_emulator/chaos", key=None)
-    assert requests.get(url, timeout=10).content == data
+    assert requests.get(url, timeout=60).content == data
     reads = [t for t in box.usage().body["transfers"] if t["direction"] == "read"]
     assert reads[0]["bytes"] == 1000 + len(data)
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from tests.support.emulator_http import AWS, Box
+from tests.support.served import Emulator
 
 
 def test_serve_prints_url_and_exports_and_is_healthy(live_factory):
@@ -75,33 +76,16 @@ def test_config_file_adds_keys_locations_and_lifetime(live_factory, tmp_path, ar
 
 
 def test_one_log_line_per_call_and_keys_never_logged(tmp_path, artifact):
-    import re
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "serve", "--port", "0", "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    emu = Emulator("--workers", "1", "--data-dir", str(tmp_path / "data"), quiet=False)
+    emu.start()
     try:
-        url = re.search(r"(http://\S+)", proc.stdout.readline()).group(1)
-        from tests.support.emulator_http import Http
-
-        http = Http(url)
-        import time
-
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                http.request("GET", "/_emulator/health", key=None)
-                break
-            except Exception:
-                time.sleep(0.05)
-        box = Box(http, artifact, AWS)
+        box = Box(emu.http, artifact, AWS)
         box.open()
         box.checkpoint("step-00000001")
         box.read(place="gcp/europe-west4")
+        err = emu.log()  # a call's line is written before its answer is sent
     finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=15)
+        emu.stop()
     lines = [ln for ln in err.splitlines() if "versions/read" in ln]
     assert len(lines) == 1
     assert f"versions/read {artifact} latest -> 200 cross_cloud aws/us-east-1 -> " \

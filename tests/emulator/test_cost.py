@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
@@ -41,6 +43,20 @@ def test_cost_command_prints_the_pages_table():
                          "(aws $1.80, azure $1.74, gcp $2.40)")
 
 
+def test_cost_command_prints_json_with_every_figure():
+    r = CliRunner().invoke(main, ["cost", "--checkpoint-gb", "20", "--every", "30min",
+                                  "--for", "7d", "--json"])
+    assert r.exit_code == 0, r.output
+    table = json.loads(r.output)
+    assert (table["checkpoints"], table["written_bytes"]) == (336, 6_720_000_000_000)
+    assert (table["every_s"], table["for_s"]) == (1800, WEEK)
+    by = {(row["route"], row["cloud"]): row["total_usd"] for row in table["rows"]}
+    assert by[("cross_cloud", "aws")] == pytest.approx(604.8)
+    assert by[("local", None)] == 0
+    assert {row["cloud"]: row["total_usd"] for row in table["resume"]} == pytest.approx(
+        {"aws": 1.8, "gcp": 2.4, "azure": 1.74})
+
+
 def test_cost_command_takes_prices_from_a_config_file(tmp_path):
     cfg = tmp_path / "prices.toml"
     cfg.write_text("[prices]\ninter_region = { aws = 0.01 }\ncross_cloud = { gcp = 0.2 }\n")
@@ -64,12 +80,15 @@ def test_cost_command_refuses_bad_durations(args, message):
 
 @pytest.mark.parametrize("text, seconds", [("90s", 90), ("30m", 1800), ("1h", 3600),
                                            ("7d", WEEK), ("1w", WEEK), ("1h30m", 5400),
-                                           ("0.5h", 1800), (" 2D ", 172800)])
+                                           ("0.5h", 1800), (" 2D ", 172800),
+                                           ("30min", 1800), ("2 hours", 7200),
+                                           ("1hr30mins", 5400), ("7days", WEEK),
+                                           ("1week", WEEK), ("45sec", 45)])
 def test_parse_duration_reads_units_and_sums(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "30", "m", "1h-5m", "1y", "h1"])
+@pytest.mark.parametrize("text", ["", "30", "m", "1h-5m", "1y", "h1", "30mn", "min"])
 def test_parse_duration_refuses_what_it_cannot_read(text):
     with pytest.raises(ValueError):
         parse_duration(text)

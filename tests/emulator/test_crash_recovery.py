@@ -10,10 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -21,34 +17,16 @@ import pytest
 import requests
 
 from tests.support.emulator_http import AWS, Box, Http
+from tests.support.served import Emulator
 
 pytestmark = pytest.mark.slow  # the slow tier (conftest.py): SIGKILL recovery, 50 kills
 
 KILL_POINTS = 50
 
 
-class Crashable:
-    def __init__(self, data_dir: str, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "emulator", "serve", "--port", "0", "--quiet",
-             "--workers", "1", "--data-dir", data_dir, *args],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            start_new_session=True,  # its own process group: the kill takes every worker
-        )
-        self.url = re.search(r"(http://\S+)", self.proc.stdout.readline()).group(1)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                requests.get(self.url + "/_emulator/health", timeout=1)
-                return
-            except (requests.ConnectionError, requests.Timeout):  # not up, or its worker
-                time.sleep(0.02)                                   # still booting
-        raise RuntimeError("emulator did not come up")
-
-    def kill(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self.proc.stdout.close()
+def crashable(data_dir: str, *args: str) -> Emulator:
+    """One worker, so a SIGKILL of the group (``kill()``) cuts it mid-request."""
+    return Emulator("--workers", "1", "--data-dir", data_dir, *args).start()
 
 
 def workload(box: Box, acked: dict[str, dict[str, str]], stop: threading.Event,
@@ -97,7 +75,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_commit(tmp_path, artifac
     acked: dict[str, dict[str, str]] = {}
     interrupted = 0
     for _ in range(KILL_POINTS):
-        emu = Crashable(data_dir)
+        emu = crashable(data_dir)
         stop = threading.Event()
         box = Box(Http(emu.url), artifact, AWS)
         worker = threading.Thread(target=workload, args=(box, acked, stop, rng))
@@ -117,7 +95,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_commit(tmp_path, artifac
               for name in os.listdir(partials)):
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    emu = Crashable(data_dir, "--config", str(short))
+    emu = crashable(data_dir, "--config", str(short))
     try:
         visible = verify(Http(emu.url), artifact, acked)
         assert os.listdir(partials) == []  # cut-off uploads were reclaimed at restart

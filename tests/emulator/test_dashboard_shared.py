@@ -54,6 +54,8 @@ def test_note_counts_conformance_leftovers_and_says_how_to_hide_or_wipe_them(sha
             "against this emulator") in html
     assert '<a href="/?conformance=hide">Hide them</a>' in html
     assert "curl -X POST http://localhost/_emulator/reset" in html
+    assert "deletes versions (keep-the-last-k) but never an artifact" in html
+    assert "has no delete" not in html
 
 
 def test_hiding_conformance_runs_keeps_only_the_users_artifacts(shared) -> None:

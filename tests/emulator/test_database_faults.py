@@ -199,5 +199,5 @@ def test_slow_uploads_hold_no_database_connection(pg, live_factory):
         for s in slow:
             assert b" 200 " in s.recv(4096).split(b"\r\n", 1)[0] + b" "
             s.close()
-    got = requests.get(emu.url + "/_emulator/health", timeout=10)
+    got = requests.get(emu.url + "/_emulator/health", timeout=60)
     assert got.status_code == 200

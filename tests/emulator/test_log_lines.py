@@ -88,3 +88,12 @@ def test_a_download_logs_its_range_with_an_inclusive_end(http, artifact, lines):
 ])
 def test_escape_log_keeps_text_on_one_inert_line(text, logged):
     assert escape_log(text) == logged
+
+
+def test_admin_endpoints_and_pages_are_logged_by_their_path(http, lines):
+    assert http.request("GET", "/_emulator/health", key=None).status == 200
+    assert lines[-1] == "GET /_emulator/health -> 200"
+    assert http.request("GET", "/_emulator/state", key=None).status == 200
+    assert lines[-1] == "GET /_emulator/state -> 200"
+    http.request("GET", "/", key=None)
+    assert lines[-1].startswith("GET / -> ")

@@ -63,3 +63,22 @@ def test_loopback_hosts_need_nothing_and_a_named_address_is_admitted_as_a_host(t
     assert exposure("0.0.0.0", keyed, open_admin=False).allowed_hosts == ()
     with pytest.raises(click.ClickException, match="--allow-unauthenticated-admin"):
         exposure("10.1.2.3", plain, open_admin=False)
+
+
+def test_serve_on_a_busy_port_writes_no_data_dir_and_no_database(tmp_path):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = serve(tmp_path, "--port", str(port))
+        tmp = tmp_path / "tmp"
+        tmp.mkdir()
+        temporary = subprocess.run(  # no --data-dir: a temporary one would be made
+            [sys.executable, "-m", "emulator", "serve", "--port", str(port)],
+            env={**os.environ, "TMPDIR": str(tmp)}, capture_output=True, text=True,
+            timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in done.stderr
+    assert not (tmp_path / "data").exists()
+    assert temporary.returncode == 1 and "already in use" in temporary.stderr
+    assert list(tmp.iterdir()) == []

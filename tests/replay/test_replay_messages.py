@@ -36,6 +36,24 @@ def test_box_exiting_before_any_call_is_named_with_the_tail_of_its_log(tmp_path:
     assert "--artifact" not in done.stderr
 
 
+def test_replay_launches_no_box_after_one_that_failed_before_it_opened(
+        tmp_path: Path) -> None:
+    scenario = tmp_path / "three.yaml"
+    scenario.write_text("name: three\nboxes:\n  - {id: A, place: aws/us-east-1}\n"
+                        "  - {id: B, place: gcp/europe-west4}\n"
+                        "  - {id: C, place: azure/westeurope}\n")
+    work = tmp_path / "work"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "emulator", "replay", str(scenario), "--workdir", str(work),
+         "--", sys.executable, "-c", "import sys; sys.exit('no o41 here')"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert "A failed before it opened: the boxes after it are not launched" in done.stderr
+    assert "launch B" not in done.stderr and "launch C" not in done.stderr
+    assert sorted(p.name for p in work.glob("box-*.log")) == ["box-A.log"]
+
+
 def test_resume_reads_made_without_a_place_count_for_not_resumed(tmp_path: Path) -> None:
     hop = Hop(tmp_path)
     # Box B's trainer sent no place: its read of step 1 was metered under an unknown place.

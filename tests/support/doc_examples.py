@@ -158,7 +158,7 @@ def _teardown(namespace: dict) -> None:
     import requests
 
     try:
-        requests.delete(f"{URL}/_emulator/chaos", timeout=10)
+        requests.delete(f"{URL}/_emulator/chaos", timeout=60)
     except requests.RequestException:
         pass
 

@@ -36,7 +36,7 @@ class Emulator(ServedEmulator):
 
     def make_key(self, prefix: str, access: str) -> str:
         """A key scoped to ``prefix`` with ``read`` or ``write`` access (admin endpoint)."""
-        resp = requests.post(f"{self.url}/_emulator/keys", timeout=10,
+        resp = requests.post(f"{self.url}/_emulator/keys", timeout=60,
                              json={"scopes": [{"prefix": prefix, "access": access}]})
         resp.raise_for_status()
         return resp.json()["key"]
