@@ -53,29 +53,13 @@ def _reset_client_state() -> None:
 
 
 def _forget_launches() -> None:
-    """End the launches of ``o41.fsrun`` (one per artifact the process opened through
+    """End the launches of the client (one per artifact the process opened through
     ``o41://``): kept, the next test's open of the same name would write with a token the
-    reset forgot, and their fence watch would end the process once that name moves on.
+    reset forgot. Only when the client was loaded: nothing was opened otherwise."""
+    if "o41.fsrun" in sys.modules:
+        import o41
 
-    The client offers no public way yet, so this reaches into its registry, and does nothing
-    when that is not as expected."""
-    fsrun = sys.modules.get("o41.fsrun")  # not imported: nothing was opened
-    registry = getattr(fsrun, "_launches", None)
-    lock = getattr(fsrun, "_lock", None)
-    if not isinstance(registry, dict) or lock is None:
-        return
-    from o41.errors import Fenced
-
-    reads = getattr(fsrun, "_read_before_open", None)  # a read's step, judged at the open
-    with lock:
-        launches = list(registry.values())
-        registry.clear()
-        if isinstance(reads, dict):
-            reads.clear()
-    for launch in launches:
-        if getattr(launch, "stopped", False) is None:  # its fence watch ends on its next look
-            launch.stopped = Fenced("the o41_emulator fixture reset the emulator this "
-                                    "launch wrote to", status=409)
+        o41.forget_launches()
 
 
 @pytest.fixture(scope="session")

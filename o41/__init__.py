@@ -6,6 +6,7 @@ Public surface (everything else is private to its module)::
     run.resume_from  # Version | None
     run.load(dir)    # download and verify the checkpoint resumed from
     run.save(step, dir_or_files)
+    o41.forget_launches()  # a test reset the emulator: this process's launches are gone
 """
 
 from .api import ApiClient
@@ -34,6 +35,7 @@ from .errors import (
     Unauthenticated,
     VersionExists,
 )
+from .fsrun import forget_launches
 from .location import Location, version_name
 from .models import FileEntry, Version
 
@@ -66,6 +68,7 @@ __all__ = [
     "Unauthenticated",
     "Version",
     "VersionExists",
+    "forget_launches",
     "open",
     "version_name",
 ]

@@ -105,6 +105,17 @@ class Launch:
         if self.stopped is None:
             self.watch()
 
+    def retire(self) -> None:
+        """Forgotten by its process (``fsrun.forget_launches``): its due steps never commit,
+        its watch ends at its next look."""
+        with self.due.cond:
+            self.due.due.clear()
+        with self.lock:
+            self.steps.clear()
+            self.stopped = self.stopped or Fenced(
+                f"o41://{self.artifact}: this launch was forgotten by its process",
+                status=409, artifact=self.artifact, epoch=self.epoch)
+
     def watch(self, every: float | None = None) -> None:
         """Start the fence watch (again, in a forked child), unless it is off."""
         every = fence_check_every() if every is None else every

@@ -197,6 +197,18 @@ def moved_since_read(run: Run, read: str) -> Fenced | None:
         epoch=run.epoch, by_holder=by, by_epoch=run.epoch)
 
 
+def forget_launches() -> None:
+    """Forget every launch of this process and what it read before opening, as a test does
+    after it resets the emulator they wrote to (the ``o41_emulator`` fixture): their steps
+    are dropped uncommitted, their fence watches end, and the next write opens anew."""
+    with _lock:
+        launches = list(_launches.values())
+        _launches.clear()
+        _read_before_open.clear()
+    for launch in launches:
+        launch.retire()
+
+
 def launch_if_held(api: ApiClient, artifact: str, holder: str) -> Launch | None:
     """The launch's state of ``artifact`` when it has opened one (a reader has none)."""
     with _lock:
@@ -233,6 +245,7 @@ def joined_launch(api: ApiClient, artifact: str, holder: str, *, token: str, epo
 
 
 __all__ = ["ENV_FENCE_CHECK", "ENV_MODE", "ENV_ON_FENCED", "ENV_RUN", "FENCE_CHECK", "Launch",
-           "StepUpload", "all_launches", "fence_check_every", "handed_over", "handoff",
-           "joined_launch", "launch_if_held", "launches_of", "mode_of", "on_fenced_policy",
-           "moved_since_read", "note_read", "parse_handoff", "shared_launch", "superseded"]
+           "StepUpload", "all_launches", "fence_check_every", "forget_launches", "handed_over",
+           "handoff", "joined_launch", "launch_if_held", "launches_of", "mode_of",
+           "moved_since_read", "note_read", "on_fenced_policy", "parse_handoff", "shared_launch",
+           "superseded"]
