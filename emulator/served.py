@@ -78,8 +78,8 @@ class ServedEmulator:
             try:
                 if requests.get(f"{self.url}/_emulator/health", timeout=2).status_code == 200:
                     return self
-            except requests.ConnectionError:
-                pass
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # a loaded machine answers late: ask again until the deadline
             time.sleep(0.02)
         self.kill()
         raise EmulatorDidNotStart(f"{self.url} never became healthy")
