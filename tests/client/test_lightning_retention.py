@@ -118,7 +118,7 @@ def test_top_3_with_save_last_every_step_keeps_what_local_disk_keeps_and_resumes
     assert_bounded_as_on_disk(stored(o41_env, o41_location), local, STEPS + 5)
 
 
-@pytest.mark.slow  # four DDP fits of two processes each: 95 s at load 6 (the fast one: 5 s)
+@pytest.mark.slow  # four DDP fits of 2 processes: 95-150 s at load 6-9 (the fast one: 5 s)
 def test_ddp_top_3_with_save_last_every_step_keeps_what_local_disk_keeps_and_resumes(
         o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     args = ("--every", "1", "--top-k", str(TOP_K), "--monitor", "--devices", "2")
@@ -127,7 +127,8 @@ def test_ddp_top_3_with_save_last_every_step_keeps_what_local_disk_keeps_and_res
             run = start(o41_emulator.client_env(), "lightning_fit.py", where,
                         "--steps", str(steps), *args)
             assert run.finish() == 0, run.output()
-            started = [ln for ln in run.lines if ln.startswith("resumed-at ")]
-            assert started == [f"resumed-at {resumed}"] * 2, run.output()
+            # Both ranks print to one pipe: their lines may run into each other.
+            started = re.findall(r"resumed-at (\d+)", run.output())
+            assert started == [str(resumed)] * 2, run.output()
         local = {p.name for p in tmp_path.iterdir()}
         assert_bounded_as_on_disk(stored(o41_emulator, o41_location), local, steps)
