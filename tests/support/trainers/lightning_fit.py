@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 
 class Tiny(L.LightningModule):
-    def __init__(self, sleep: float, monitor: bool) -> None:
+    def __init__(self, sleep: float, monitor: bool = False) -> None:
         super().__init__()
         self.layer = torch.nn.Linear(8, 1)
         self.sleep, self.monitor = sleep, monitor
