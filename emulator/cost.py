@@ -145,9 +145,10 @@ def as_json(table: CostTable) -> dict:
 
 def render(table: CostTable) -> str:
     """The table as the CLI prints it: one line per destination, then the resume's cost."""
+    many = "" if table.checkpoints == 1 else "s"
     head = (
         f"{human_bytes(table.checkpoint_bytes)} every {human_duration(table.every_s)} for "
-        f"{human_duration(table.for_s)}: {table.checkpoints} checkpoints, "
+        f"{human_duration(table.for_s)}: {table.checkpoints} checkpoint{many}, "
         f"{human_bytes(table.written_bytes)} written"
     )
     width = max(len(r.label) for r in table.rows)

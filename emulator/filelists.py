@@ -32,12 +32,16 @@ class Declared:
         return self.size == STREAMED
 
 
+def _too_many(max_files: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"at most {max_files} file{'' if max_files == 1 else 's'} per version")
+
+
 def parse_write(files: object, max_files: int, max_file_size: int) -> list[Declared]:
     """A write's `files`: each `{name, size, sha256}` or `{name}`, no name twice."""
     if not isinstance(files, list):
         raise InvalidArgument("files must be a list of {name, size, sha256} or {name}")
     if len(files) > max_files:
-        raise PayloadTooLarge(f"at most {max_files} files per version")
+        raise _too_many(max_files)
     out: list[Declared] = []
     seen: set[str] = set()
     for f in files:
@@ -72,7 +76,7 @@ def check_joined(new: Sequence[Declared], earlier: Iterable[str], max_files: int
             f"file {twice[0]!r} is already declared in this upload; a name is declared once")
     every = before | {d.name for d in new}
     if len(every) > max_files:
-        raise PayloadTooLarge(f"at most {max_files} files per version")
+        raise _too_many(max_files)
     # Collecting every folder once is linear in the names' total length (10,000 names:
     # milliseconds, not seconds).
     folders = {name[:i] for name in every for i, ch in enumerate(name) if ch == "/"}

@@ -4,10 +4,14 @@ Methods take and return plain Python values (dicts from the JSON replies); error
 become the classes of ``o41.errors`` and network failures ``TransportError``.
 
 Transient failures are retried with backoff: reads on any connection error or 5xx; opens,
-writes and commits on connection errors and 502/503/504. Repeating those is safe here: a
-repeated open only fences the epoch the lost reply carried, a repeated write reserves a new
-upload, and a repeated commit that finds ``version_exists`` checks whether the version is
-its own (same epoch), i.e. whether the first attempt landed and only its reply was lost.
+writes and commits on connection errors and 502/503/504. A refused connection is not
+retried: nothing listens at that URL (a wrong port, no emulator), and seconds of tries would
+only delay the one line that says so; a reset, a timeout or a 5xx is retried.
+
+Repeating those is safe here: a repeated open only fences the epoch the lost reply carried,
+a repeated write reserves a new upload, and a repeated commit that finds ``version_exists``
+checks whether the version is its own (same epoch), i.e. whether the first attempt landed
+and only its reply was lost.
 """
 
 from __future__ import annotations
@@ -31,6 +35,23 @@ DEFAULT_TIMEOUT = 30.0
 ATTEMPTS = 6
 RETRY_FOR = 20.0  # seconds of transient failures (502-504) a call rides out
 TRANSIENT = frozenset({502, 503, 504})
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether ``exc`` comes of a connection refused (nothing listens at the address):
+    requests wraps urllib3's error, which wraps the socket's ``ConnectionRefusedError``."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        err = todo.pop()
+        if id(err) in seen:
+            continue
+        seen.add(id(err))
+        if isinstance(err, ConnectionRefusedError):
+            return True
+        todo += [e for e in (err.__cause__, err.__context__, getattr(err, "reason", None),
+                             *err.args) if isinstance(e, BaseException)]
+    return False
 
 
 class ApiClient:
@@ -147,12 +168,10 @@ class ApiClient:
             except (TransportError, ServerError) as exc:
                 status = getattr(exc, "status", None)
                 transient = method == "GET" or status is None or status in TRANSIENT
-                # Nothing listening gets ATTEMPTS tries (about 5 s: a node restarting), not
-                # the window: `o41 ls` at a wrong port should say so, not hang for 20 s.
-                refused = (isinstance(exc.__cause__, requests.ConnectionError)
-                           and "refused" in str(exc.__cause__).lower())
-                if not transient or (attempt >= ATTEMPTS
-                                     and (refused or time.monotonic() > deadline)):
+                # No reply at all, and the connection was refused: nothing listens there.
+                unheard = status is None and isinstance(exc, TransportError) and refused(exc)
+                if not transient or unheard or (attempt >= ATTEMPTS
+                                                and time.monotonic() > deadline):
                     raise
                 time.sleep(min(2.0, 0.05 * 2 ** min(attempt, 6)))
 
@@ -181,7 +200,7 @@ class ApiClient:
 
     def unreachable(self, exc: Exception) -> str:
         """Name the URL and the likely cause: nothing listens there (emulator not running)."""
-        why = "connection refused" if "refused" in str(exc).lower() else "no connection"
+        why = "connection refused" if refused(exc) else "no connection"
         return (f"cannot reach the o41 Artifacts API at {self.api_url} ({why}): is the "
                 f"emulator running there? Start it with `o41-emulator serve`, or point "
                 f"{ENV_URL} at the right URL")

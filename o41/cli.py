@@ -52,6 +52,11 @@ def _size(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
@@ -64,6 +69,8 @@ def _emit(data: Any, as_json: bool, text: str) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="o41-artifacts-emulator", prog_name="o41",
+                      message="%(prog)s %(version)s")
 def cli() -> None:
     """Checkpoints of o41 Artifacts. API from O41_ARTIFACTS_API_URL, key from
     O41_ARTIFACTS_API_KEY."""
@@ -114,7 +121,8 @@ def cp_command(source: str, dest: str, workers: int, progress: bool | None) -> N
         version = Version.from_json(data)
         download(version.files, dest, workers=workers, progress=progress)
         xc = " (cross-cloud)" if version.cross_cloud else ""
-        click.echo(f"copied {loc.artifact}/{version.version} ({len(version.files)} files, "
+        files = _count(len(version.files), "file")
+        click.echo(f"copied {loc.artifact}/{version.version} ({files}, "
                    f"{_size(version.size)}) from {version.location_name}{xc} to {dest}")
         return
     loc = Location.parse(dest)
@@ -128,8 +136,9 @@ def cp_command(source: str, dest: str, workers: int, progress: bool | None) -> N
     run = open_run(f"o41://{loc.artifact}", resume="latest", settings=settings,
                    workers=workers, progress=progress)
     version = run.save(step, source)
-    click.echo(f"copied {source} to {loc.artifact}/{version.version} ({len(version.files)} "
-               f"files, {_size(version.size)}) at {version.location_name}")
+    click.echo(f"copied {source} to {loc.artifact}/{version.version} "
+               f"({_count(len(version.files), 'file')}, {_size(version.size)}) at "
+               f"{version.location_name}")
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True})

@@ -18,6 +18,10 @@ process's open of the artifact:
   step never commits.
 - A process that holds no open of the artifact (it only read) deletes nothing, and says so.
   Opening would fence the process that writes.
+- A version whose files were all replaced by name in later versions goes once it is neither
+  the latest nor pinned (``drop_replaced``, after each commit of a Lightning fit: Lightning
+  rewrites ``last.ckpt`` by name and never removes the one it overwrote, so a step that
+  saved only ``last.ckpt`` would stay forever, where s3 keeps one ``last.ckpt``).
 
 Signed URLs given out before a delete keep serving its bytes until they expire (VER-7.c), so
 a load that began completes.
@@ -27,12 +31,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from . import fsrun
 from .errors import Fenced, Immutable, IsLatest, NotFound, O41Error
-from .fspaths import O41Path, step_in_name
+from .fspaths import O41Path, parse, step_in_name
 from .job import hooks
+from .location import version_name
 
 log = logging.getLogger("o41")
 
@@ -41,6 +47,8 @@ _lock = threading.Lock()
 _removed: dict[tuple[str, str, str], set[str]] = {}
 # (API, artifact) -> {version: removed through a path at the top}: deleted after a commit
 _waiting: dict[tuple[str, str], dict[str, bool]] = {}
+# (API, artifact) -> {version: its file names}: a committed version never changes
+_names: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
 
 
 def _forget_after_fork() -> None:
@@ -48,6 +56,7 @@ def _forget_after_fork() -> None:
     global _lock
     _removed.clear()
     _waiting.clear()
+    _names.clear()
     _lock = threading.Lock()
 
 
@@ -120,6 +129,70 @@ def _delete_waiting(fs: Any, artifact: str, version: str, at_top: bool) -> None:
     if partial and not _all_removed(fs, artifact, version, files, at_top):
         return
     _delete(fs, launch, artifact, version, path)
+
+
+def drop_replaced(fs: Any, artifact: str, keep: Iterable[str] = ()) -> list[str]:
+    """Delete the committed versions of ``artifact`` whose files were all replaced by name in
+    later versions, except the latest and the versions ``keep`` names (``o41://P/N/
+    epoch=0-step=100.ckpt``, ``o41://P/N/step-…/last.ckpt``: a top-k's paths). A file whose
+    name carries its step is never replaced: the top reads it from its own version. Returns
+    the versions deleted; a delete that fails is logged (the commit before it stands)."""
+    listing = [str(v["version"]) for v in fs.api.list_versions(artifact)]
+    if len(listing) < 2:
+        return []
+    pinned = {v for v in (_version_named(p) for p in keep) if v is not None}
+    files = _file_names(fs, artifact, listing)
+    newer: set[str] = set(files.get(listing[-1], ()))
+    doomed = []
+    for version in reversed(listing[:-1]):  # the latest (the highest step) always stays
+        names = files.get(version)
+        if names is None:
+            continue  # deleted meanwhile
+        if (names and version not in pinned and names <= newer
+                and not any("/" in n or step_in_name(n) is not None for n in names)):
+            doomed.append(version)
+        newer |= names
+    for version in sorted(doomed):
+        path = f"o41://{artifact}/{version}"
+        try:
+            _delete(fs, _held_launch(fs, artifact, path), artifact, version, path)
+        except Fenced:
+            raise
+        except (OSError, O41Error) as exc:
+            log.warning("o41: %s was not deleted: %s", path, exc)
+    return sorted(doomed)
+
+
+def _version_named(path: str) -> str | None:
+    """The version a path pins: its ``step-…`` folder, or the step in its file name."""
+    stripped = path.split("://", 1)[-1]
+    try:
+        where = parse(stripped)
+    except FileNotFoundError:
+        return None
+    if where.version is not None and where.version != "latest":
+        return where.version
+    step = step_in_name(where.name) if where.at_top else None
+    return None if step is None else version_name(step)
+
+
+def _file_names(fs: Any, artifact: str, listing: list[str]) -> dict[str, frozenset[str]]:
+    """The file names of each listed version (read once: a committed version never changes);
+    a version deleted meanwhile is left out."""
+    key = (fs.api.api_url, artifact)
+    with _lock:
+        known = {v: n for v, n in _names.get(key, {}).items() if v in listing}
+    for version in listing:
+        if version in known:
+            continue
+        try:
+            data = fs.api.read_version(artifact, version)
+        except NotFound:
+            continue
+        known[version] = frozenset(str(f["name"]) for f in data.get("files", []))
+    with _lock:
+        _names[key] = dict(known)
+    return known
 
 
 def _committed(fs: Any, where: O41Path, path: str) -> tuple[str, list[str]]:
@@ -197,6 +270,7 @@ def _delete(fs: Any, launch: fsrun.Launch, artifact: str, version: str, path: st
         fs._signed_cache.pop((artifact, version), None)
     with _lock:
         _removed.pop((fs.api.api_url, artifact, version), None)
+        _names.get((fs.api.api_url, artifact), {}).pop(version, None)
     log.info("o41: deleted o41://%s/%s", artifact, version)
 
 
@@ -206,4 +280,4 @@ def _is_latest(path: str, artifact: str, version: str) -> IsLatest:
                     "later step is committed", status=409)
 
 
-__all__ = ["after_commit", "remove"]
+__all__ = ["after_commit", "drop_replaced", "remove"]

@@ -30,7 +30,10 @@ What it mends in ``ModelCheckpoint`` and the checkpoint connector:
   checkpoint); **``AsyncCheckpointIO``**: ``o41.lightning_async``.
 - **Top-k deletes delete versions** (``o41.fsretain``, VER-7): a version goes once none of
   its files is reached at the top any more; the latest never does (a run must never lose the
-  checkpoint it resumes from: Lightning issue 21813), it waits for the next commit.
+  checkpoint it resumes from: Lightning issue 21813), it waits for the next commit. After
+  each commit, a version whose files were all replaced by name (a step that saved only
+  ``last.ckpt``) goes too unless a top-k path names it (``o41.lightning_steps``), so
+  ``save_top_k=k`` with ``save_last`` keeps k+1 versions, as a bucket keeps k+1 files.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from typing import Any
 
 from .errors import NotAfterLatest, O41Error, VersionExists
 from .fspaths import parse
+from .fsretain import drop_replaced
 from .fsstage import StepKey
 from .location import version_name
 
@@ -95,33 +96,50 @@ def flush(trainer: Any, fs: Any = None, artifact: str | None = None) -> None:
     """Commit the pending version of ``artifact`` (or every pending one of the trainer)."""
     pending: dict = trainer.__dict__.get(_PENDING, {})
     chosen = [k for k in pending if fs is None or k == (id(fs), artifact)]
+    keep = kept(trainer) if chosen else set()
     for k in chosen:
         owner, key = pending.pop(k)
         io = getattr(trainer.strategy, "checkpoint_io", None)
         if not (hasattr(io, "_ensure_setup") and hasattr(io, "_executor")):
-            _commit(owner, key)
+            _commit(owner, key, keep)
             continue
         io._ensure_setup()  # AsyncCheckpointIO: after the step's writes, on its thread
-        io._executor.submit(_commit_queued, io, owner, key)
+        io._executor.submit(_commit_queued, io, owner, key, keep)
 
 
-def _commit_queued(io: Any, fs: Any, key: StepKey) -> None:
+def kept(trainer: Any) -> set[str]:
+    """The paths the trainer's checkpoint callbacks still name: their top-k, best and last."""
+    paths: set[str] = set()
+    for cb in getattr(trainer, "checkpoint_callbacks", []):
+        paths.update(str(p) for p in (getattr(cb, "best_k_models", None) or {}))
+        for name in ("best_model_path", "kth_best_model_path", "last_model_path"):
+            if value := getattr(cb, name, None):
+                paths.add(str(value))
+    return {p for p in paths if p.startswith("o41://")}
+
+
+def _commit_queued(io: Any, fs: Any, key: StepKey, keep: set[str]) -> None:
     try:
-        _commit(fs, key)
+        _commit(fs, key, keep)
     except BaseException as exc:  # Lightning raises it at the next save or at teardown
         io._error = exc
 
 
-def _commit(fs: Any, key: StepKey) -> None:
+def _commit(fs: Any, key: StepKey, keep: set[str]) -> None:
+    """Commit the step; then the versions whose files its commit replaced by name go, as
+    Lightning's ``last.ckpt`` written over the previous one does on s3 (``o41.fsretain``)."""
     try:
-        fs.commit_step(key, held=True)
+        committed = fs.commit_step(key, held=True)
     except (VersionExists, NotAfterLatest) as exc:
         if fs.held_latest(key[0]) != key[1]:
             raise
         log.info("o41: o41://%s/%s is committed already (%s); this fit's save at the same "
                  "step is not a new version", key[0], key[1], exc.code)
+        return
     finally:
         fs.release_step(key)
+    if committed is not None:
+        drop_replaced(fs, key[0], keep)
 
 
 def teardown(trainer: Any) -> None:
@@ -137,4 +155,4 @@ def teardown(trainer: Any) -> None:
         log.error("o41: the pending checkpoint of this fit was not committed: %s", exc)
 
 
-__all__ = ["begin", "enter", "flush", "saving", "targets", "teardown"]
+__all__ = ["begin", "enter", "flush", "kept", "saving", "targets", "teardown"]

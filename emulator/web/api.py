@@ -179,7 +179,8 @@ def versions_read() -> Response:
 def versions_list() -> Response:
     query("artifact", "place")
     out = list_versions(backend(), g.who, request.args.get("artifact"), query_place())
-    g.log = (str(request.args.get("artifact")), f"{len(out['versions'])} versions")
+    count = len(out["versions"])
+    g.log = (str(request.args.get("artifact")), f"{count} version{'' if count == 1 else 's'}")
     return jsonify(out)
 
 

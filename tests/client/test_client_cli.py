@@ -98,6 +98,23 @@ def test_cli_fenced_upload_exit_fenced_one_line(o41_env: Emulator, o41_location:
     assert err.count("\n") == 1
 
 
+def test_cli_version_prints_the_clients_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == ExitCode.OK and out == f"o41 {version('o41-artifacts-emulator')}\n"
+
+
+def test_cli_cp_of_one_file_says_1_file(o41_env: Emulator, o41_location: str, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "model.pt").write_bytes(b"w" * 10)
+    code, out, _ = run_cli(capsys, "cp", str(tmp_path / "one"), f"{o41_location}/step-1")
+    assert code == ExitCode.OK and "(1 file, 10 B)" in out, out
+    code, out, _ = run_cli(capsys, "cp", f"{o41_location}/latest", str(tmp_path / "back"))
+    assert code == ExitCode.OK and "(1 file, 10 B)" in out, out
+
+
 def test_cli_both_local_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "cp", "a", "b")
     assert code == ExitCode.USAGE and "o41://" in err

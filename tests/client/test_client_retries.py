@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,7 +13,8 @@ import pytest
 import requests
 
 import o41
-from o41.errors import ServerError
+from o41.api import ATTEMPTS, ApiClient
+from o41.errors import ServerError, TransportError
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
@@ -105,3 +108,67 @@ def test_a_few_seconds_of_503_are_ridden_out(chaotic, o41_location):
     """A database restart behind the service: more failures than six quick tries cover."""
     chaos(chaotic, [{"operation": "artifacts/open", "status": 503, "times": 7}])
     assert o41.open(o41_location, resume="latest").epoch >= 1
+
+
+class CountingSession(requests.Session):
+    """A session that counts the requests it sends (each is one attempt of a call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = 0
+
+    def request(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - requests' signature
+        self.sent += 1
+        return super().request(*args, **kwargs)
+
+
+def test_a_refused_connection_is_tried_once_and_names_the_url_and_its_variable(monkeypatch):
+    waits: list[float] = []
+    monkeypatch.setattr("o41.api.time.sleep", waits.append)
+    with socket.socket() as sock:  # bound, then released: nothing listens on the port
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/api/v1"
+    for call in ("list_versions", "open"):
+        session = CountingSession()
+        api = ApiClient(url, "ak_local", session=session)
+        with pytest.raises(TransportError) as info:
+            if call == "open":
+                api.open("experiments/x", resume="latest", place=None, holder=None)
+            else:
+                api.list_versions("experiments/x")
+        assert session.sent == 1 and waits == [], call
+        message = str(info.value)
+        assert "\n" not in message and info.value.code == "transport_error"
+        assert f"at {url} (connection refused)" in message
+        assert "O41_ARTIFACTS_API_URL" in message
+
+
+def test_a_connection_cut_without_a_reply_is_still_retried(monkeypatch):
+    """A reset (a node restarting, a proxy dropping the connection) is worth the tries."""
+    monkeypatch.setattr("o41.api.time.sleep", lambda s: None)
+    monkeypatch.setattr("o41.api.RETRY_FOR", 0.0)  # the tries, not the 20 s window
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    accepted: list[int] = []
+
+    def cut() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return  # the server socket closed: the test is over
+            accepted.append(1)
+            conn.recv(65536)  # the request arrives; the reply never does
+            conn.close()
+
+    threading.Thread(target=cut, daemon=True).start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/api/v1"
+    try:
+        session = CountingSession()
+        with pytest.raises(TransportError) as info:
+            ApiClient(url, "ak_local", session=session).list_versions("experiments/x")
+    finally:
+        server.close()
+    assert session.sent == ATTEMPTS == len(accepted)
+    assert f"at {url} (no connection)" in str(info.value)

@@ -72,10 +72,12 @@ def test_serve_on_a_busy_port_says_so_in_one_line_and_names_the_way_out(tmp_path
 
 def test_client_at_a_closed_port_names_the_url_and_asks_if_the_emulator_runs(
         monkeypatch, capsys) -> None:
-    monkeypatch.setattr("o41.api.time.sleep", lambda s: None)  # the retries, without waiting
+    waits: list[float] = []
+    monkeypatch.setattr("o41.api.time.sleep", waits.append)  # a retry would wait first
     url = f"http://127.0.0.1:{closed_port()}"
     code, err = run_o41(monkeypatch, capsys, url, "ak_local", "ls", "o41://experiments/x")
     assert code == ExitCode.TRANSFER
+    assert waits == []  # refused: nothing listens there, so one try and no retry
     assert err == (f"o41: transport_error: cannot reach the o41 Artifacts API at {url}/api/v1 "
                    "(connection refused): is the emulator running there? Start it with "
                    "`o41-emulator serve`, or point O41_ARTIFACTS_API_URL at the right URL\n")

@@ -57,6 +57,13 @@ def test_cost_command_prints_json_with_every_figure():
         {"aws": 1.8, "gcp": 2.4, "azure": 1.74})
 
 
+def test_cost_command_of_one_checkpoint_says_1_checkpoint():
+    r = CliRunner().invoke(main, ["cost", "--checkpoint-gb", "20", "--every", "1h",
+                                  "--for", "1h"])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[0] == "20 GB every 1h for 1h: 1 checkpoint, 20 GB written"
+
+
 def test_cost_command_takes_prices_from_a_config_file(tmp_path):
     cfg = tmp_path / "prices.toml"
     cfg.write_text("[prices]\ninter_region = { aws = 0.01 }\ncross_cloud = { gcp = 0.2 }\n")
