@@ -103,7 +103,7 @@ class Run:
             committed = self.api.commit(self.artifact, self.token, ticket["upload"],
                                         version=name, epoch=self.epoch)
         except Fenced as exc:
-            raise self._explain_fenced(exc, name) from None
+            raise self.explain_fenced(exc, name) from None
         version = Version.from_json(committed)
         log.info("saved %s/%s (%d bytes) to %s", self.artifact, name, version.size,
                  version.location_name)
@@ -114,7 +114,7 @@ class Run:
                                      urls=True, place=self.place)
         return Version.from_json(data)
 
-    def _explain_fenced(self, exc: Fenced, name: str) -> Fenced:
+    def explain_fenced(self, exc: Fenced, name: str) -> Fenced:
         """Name the fencer: the artifact's current holder and epoch, read just now."""
         try:
             info = self.api.read_artifact(self.artifact)

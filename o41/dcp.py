@@ -29,10 +29,15 @@ import io
 import logging
 import pickle
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import fsrun
 from .fspaths import parse
+
+if TYPE_CHECKING:
+    from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
+
+    from .filesystem import O41FileSystem
 
 log = logging.getLogger("o41")
 
@@ -81,7 +86,7 @@ class O41Prefix:
     o41: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def _step_of(fs: Any, path: Any) -> tuple[str, str]:
+def _step_of(fs: O41FileSystem, path: Any) -> tuple[str, str]:
     key, _ = fs.write_target(f"{str(path).rstrip('/')}/.metadata")
     return key
 
@@ -91,7 +96,7 @@ def _mend_writer(cls: Any) -> None:
     write_data, finish = cls.write_data, cls.finish
 
     @functools.wraps(setup)
-    def set_up_storage_writer(self: Any, is_coordinator: bool, *args: Any, **kwargs: Any
+    def set_up_storage_writer(self: FsspecWriter, is_coordinator: bool, *args: Any, **kwargs: Any
                               ) -> Any:
         self._o41_coordinator = is_coordinator
         fs = _o41_fs(self)
@@ -100,7 +105,7 @@ def _mend_writer(cls: Any) -> None:
         return setup(self, is_coordinator, *args, **kwargs)
 
     @functools.wraps(global_plan)
-    def prepare_global_plan(self: Any, plans: list[Any]) -> list[Any]:
+    def prepare_global_plan(self: FsspecWriter, plans: list[Any]) -> list[Any]:
         plans = global_plan(self, plans)
         fs = _o41_fs(self)
         if fs is None:
@@ -116,7 +121,7 @@ def _mend_writer(cls: Any) -> None:
                 for p in plans]
 
     @functools.wraps(write_data)
-    def write_data_(self: Any, plan: Any, planner: Any) -> Any:
+    def write_data_(self: FsspecWriter, plan: Any, planner: Any) -> Any:
         fs = _o41_fs(self)
         ticket = getattr(plan.storage_data, "o41", None)
         if fs is None or not ticket:
@@ -148,7 +153,7 @@ def _mend_writer(cls: Any) -> None:
         return out
 
     @functools.wraps(finish)
-    def finish_(self: Any, metadata: Any, results: list[Any]) -> Any:
+    def finish_(self: FsspecWriter, metadata: Any, results: list[Any]) -> Any:
         fs = _o41_fs(self)
         if fs is None:
             return finish(self, metadata, results)
@@ -170,17 +175,17 @@ def _mend_reader(cls: Any) -> None:
     global_plan, read_data = cls.prepare_global_plan, cls.read_data
 
     @functools.wraps(read_metadata)
-    def read_metadata_(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def read_metadata_(self: FsspecReader, *args: Any, **kwargs: Any) -> Any:
         metadata = read_metadata(self, *args, **kwargs)
         fs = _o41_fs(self)
         if fs is not None:
-            where = parse(fs._strip_protocol(str(self.path)))
+            where = parse(fs.strip(str(self.path)))
             self._o41_version = (where.version if where.version not in (None, "latest")
                                  else fs.held_latest(where.artifact))
         return metadata
 
     @functools.wraps(local_plan)
-    def prepare_local_plan(self: Any, plan: Any) -> Any:
+    def prepare_local_plan(self: FsspecReader, plan: Any) -> Any:
         plan = local_plan(self, plan)
         version = getattr(self, "_o41_version", None)
         if _o41_fs(self) is None or version is None:
@@ -188,7 +193,7 @@ def _mend_reader(cls: Any) -> None:
         return dataclasses.replace(plan, storage_data={"o41_version": version})
 
     @functools.wraps(global_plan)
-    def prepare_global_plan(self: Any, plans: list[Any]) -> list[Any]:
+    def prepare_global_plan(self: FsspecReader, plans: list[Any]) -> list[Any]:
         plans = global_plan(self, plans)
         version = getattr(self, "_o41_version", None)
         if _o41_fs(self) is None or version is None:
@@ -196,12 +201,12 @@ def _mend_reader(cls: Any) -> None:
         return [dataclasses.replace(p, storage_data={"o41_version": version}) for p in plans]
 
     @functools.wraps(read_data)
-    def read_data_(self: Any, plan: Any, planner: Any) -> Any:
+    def read_data_(self: FsspecReader, plan: Any, planner: Any) -> Any:
         fs = _o41_fs(self)
         chosen = (plan.storage_data or {}).get("o41_version") if isinstance(
             plan.storage_data, dict) else None
         if fs is not None and chosen and chosen != getattr(self, "_o41_version", None):
-            where = parse(fs._strip_protocol(str(self.path)))
+            where = parse(fs.strip(str(self.path)))
             log.info("o41: o41://%s: this rank read %s, the coordinator %s; loading %s",
                      where.artifact, self._o41_version, chosen, chosen)
             with fs.open(f"o41://{where.artifact}/{chosen}/.metadata", "rb") as f:

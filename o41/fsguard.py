@@ -14,8 +14,6 @@ on s3fs (``o41.fsretain``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import fsretain
 from .api import ApiClient
 from .errors import NotAfterLatest, NotFound, VersionExists
@@ -75,7 +73,7 @@ def _holding(files: list[str]) -> str:
     return f" (it holds {shown})" if files else ""
 
 
-def refuse_removal(fs: Any, path: str) -> None:
+def refuse_removal(fs: fsretain.RetentionHost, path: str) -> None:
     """``rm`` of a path that is not being written: a committed version is deleted, or the
     removal refused, as ``o41.fsretain`` tells (VER-7); a path that names nothing is not
     found."""

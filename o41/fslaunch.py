@@ -174,7 +174,7 @@ class Launch:
         try:
             return fn(*args, **kwargs)
         except Fenced as exc:
-            raise self.fenced(self.run._explain_fenced(exc, what)) from None
+            raise self.fenced(self.run.explain_fenced(exc, what)) from None
 
     # -- steps ----------------------------------------------------------------------------
 

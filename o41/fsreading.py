@@ -92,6 +92,34 @@ class ReadingFileSystem(AbstractFileSystem):
     def _split(self, path: str) -> O41Path:
         return parse(self._strip_protocol(path))
 
+    @classmethod
+    def strip(cls, path: str) -> str:
+        """``o41://P/N/x`` -> ``P/N/x`` (fsspec's ``_strip_protocol``, for the adapters)."""
+        return str(cls._strip_protocol(path))
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a ``with fs.transaction:`` block is open (fsspec's ``_intrans``)."""
+        return bool(self._intrans)
+
+    def parse_path(self, path: str) -> O41Path:
+        """The parsed ``o41://`` path (under ``mode="write"``, the artifact's first touch
+        opens it)."""
+        return self._split(path)
+
+    def settle_for(self, where: O41Path) -> None:
+        """Commit what this process closed in ``where``'s artifact before reading it."""
+        self._settle_for(where)
+
+    def version_at(self, where: O41Path) -> Version:
+        """The committed version holding ``where`` (a file at the top too)."""
+        return self._version_of(where)
+
+    def forget_signed(self, artifact: str, version: str) -> None:
+        """Drop the signed listing of a version (it was deleted)."""
+        with self._lock:
+            self._signed_cache.pop((artifact, version), None)
+
     def _settle_for(self, where: O41Path) -> None:
         """Read-your-writes: the writing half commits what this process closed in the
         artifact before a read of it; a reader has nothing to commit."""

@@ -32,15 +32,36 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from . import fsrun
+from .api import ApiClient
 from .errors import Fenced, Immutable, IsLatest, NotFound, O41Error
 from .fspaths import O41Path, parse, step_in_name
 from .job import hooks
 from .location import version_name
+from .models import Version
 
 log = logging.getLogger("o41")
+
+
+class RetentionHost(Protocol):
+    """What a removal asks of the filesystem that makes it."""
+
+    api: ApiClient
+    holder: str
+
+    def parse_path(self, path: str) -> O41Path: ...
+
+    def settle_for(self, where: O41Path) -> None: ...
+
+    def version_at(self, where: O41Path) -> Version: ...
+
+    def forget_signed(self, artifact: str, version: str) -> None: ...
+
+    def refuse_if_fenced(self, artifact: str) -> None: ...
+
+    def exists(self, path: str, **kwargs: Any) -> bool: ...
 
 _lock = threading.Lock()
 # (API, artifact, version) -> names of its files this process removed
@@ -63,10 +84,10 @@ def _forget_after_fork() -> None:
 hooks.in_forked_child(_forget_after_fork)
 
 
-def remove(fs: Any, path: str) -> None:
+def remove(fs: RetentionHost, path: str) -> None:
     """``rm`` of ``path``, which names nothing this process has staged."""
-    where: O41Path = fs._split(path)
-    fs._settle_for(where)  # a step this process closed and not yet committed is the latest
+    where: O41Path = fs.parse_path(path)
+    fs.settle_for(where)  # a step this process closed and not yet committed is the latest
     if where.version is None and not where.name:
         if not fs.exists(path):
             raise FileNotFoundError(f"{path}: no such artifact")
@@ -75,12 +96,12 @@ def remove(fs: Any, path: str) -> None:
                         f"fs.rm('{path.rstrip('/')}/step-100', recursive=True)", status=409)
     version, files = _committed(fs, where, path)
     if where.version == "latest":
-        fs._refuse_if_fenced(where.artifact)  # a zombie is told it is fenced first
+        fs.refuse_if_fenced(where.artifact)  # a zombie is told it is fenced first
         raise _is_latest(path, where.artifact, version)
     launch = _held_launch(fs, where.artifact, path)
     latest = fs.api.read_artifact(where.artifact).get("latest") == version
     if latest and not _later_step_written(fs, where.artifact, version):
-        fs._refuse_if_fenced(where.artifact)
+        fs.refuse_if_fenced(where.artifact)
         raise _is_latest(path, where.artifact, version)
     if where.name:
         with _lock:
@@ -99,7 +120,7 @@ def remove(fs: Any, path: str) -> None:
     _delete(fs, launch, where.artifact, version, path)
 
 
-def after_commit(fs: Any, artifact: str) -> None:
+def after_commit(fs: RetentionHost, artifact: str) -> None:
     """This process committed a step of ``artifact``: the deletes that waited for it."""
     with _lock:
         waiting = _waiting.pop((fs.api.api_url, artifact), {})
@@ -112,7 +133,7 @@ def after_commit(fs: Any, artifact: str) -> None:
             log.warning("o41: o41://%s/%s was not deleted: %s", artifact, version, exc)
 
 
-def _delete_waiting(fs: Any, artifact: str, version: str, at_top: bool) -> None:
+def _delete_waiting(fs: RetentionHost, artifact: str, version: str, at_top: bool) -> None:
     path = f"o41://{artifact}/{version}"
     launch = _held_launch(fs, artifact, path)
     if fs.api.read_artifact(artifact).get("latest") == version:
@@ -131,7 +152,7 @@ def _delete_waiting(fs: Any, artifact: str, version: str, at_top: bool) -> None:
     _delete(fs, launch, artifact, version, path)
 
 
-def drop_replaced(fs: Any, artifact: str, keep: Iterable[str] = ()) -> list[str]:
+def drop_replaced(fs: RetentionHost, artifact: str, keep: Iterable[str] = ()) -> list[str]:
     """Delete the committed versions of ``artifact`` whose files were all replaced by name in
     later versions, except the latest and the versions ``keep`` names (``o41://P/N/
     epoch=0-step=100.ckpt``, ``o41://P/N/step-…/last.ckpt``: a top-k's paths). A file whose
@@ -176,7 +197,7 @@ def _version_named(path: str) -> str | None:
     return None if step is None else version_name(step)
 
 
-def _file_names(fs: Any, artifact: str, listing: list[str]) -> dict[str, frozenset[str]]:
+def _file_names(fs: RetentionHost, artifact: str, listing: list[str]) -> dict[str, frozenset[str]]:
     """The file names of each listed version (read once: a committed version never changes);
     a version deleted meanwhile is left out."""
     key = (fs.api.api_url, artifact)
@@ -195,11 +216,11 @@ def _file_names(fs: Any, artifact: str, listing: list[str]) -> dict[str, frozens
     return known
 
 
-def _committed(fs: Any, where: O41Path, path: str) -> tuple[str, list[str]]:
+def _committed(fs: RetentionHost, where: O41Path, path: str) -> tuple[str, list[str]]:
     """The committed version ``path`` names and its file names; ``FileNotFoundError`` when
     there is none, or no such file in it."""
     if where.at_top:
-        found = fs._version_of(where)
+        found = fs.version_at(where)
         version, files = found.version, [e.name for e in found.files]
     else:
         try:
@@ -213,7 +234,7 @@ def _committed(fs: Any, where: O41Path, path: str) -> tuple[str, list[str]]:
     return version, files
 
 
-def _held_launch(fs: Any, artifact: str, path: str) -> fsrun.Launch:
+def _held_launch(fs: RetentionHost, artifact: str, path: str) -> fsrun.Launch:
     """The open a delete uses: this process's, never a new one (it would fence the writer)."""
     launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
     if launch is None or launch.joined:
@@ -225,7 +246,7 @@ def _held_launch(fs: Any, artifact: str, path: str) -> fsrun.Launch:
     return launch
 
 
-def _later_step_written(fs: Any, artifact: str, version: str) -> bool:
+def _later_step_written(fs: RetentionHost, artifact: str, version: str) -> bool:
     """Whether this process holds a step of ``artifact`` after ``version``, not committed:
     staged files, or a step held for a commit to come (a Lightning save whose files
     ``AsyncCheckpointIO`` has queued and not written yet)."""
@@ -237,7 +258,8 @@ def _later_step_written(fs: Any, artifact: str, version: str) -> bool:
     return any(v > version for v in later)
 
 
-def _all_removed(fs: Any, artifact: str, version: str, files: list[str], at_top: bool) -> bool:
+def _all_removed(fs: RetentionHost, artifact: str, version: str, files: list[str],
+                 at_top: bool) -> bool:
     """Whether every file of ``version`` is removed: by this process, or (for a removal at the
     top) shadowed at the top by a newer version that has a file of that name."""
     with _lock:
@@ -257,7 +279,8 @@ def _all_removed(fs: Any, artifact: str, version: str, files: list[str], at_top:
     return False
 
 
-def _delete(fs: Any, launch: fsrun.Launch, artifact: str, version: str, path: str) -> None:
+def _delete(fs: RetentionHost, launch: fsrun.Launch, artifact: str, version: str,
+            path: str) -> None:
     try:
         fs.api.delete_version(artifact, launch.token, version)
     except Fenced as exc:
@@ -266,8 +289,7 @@ def _delete(fs: Any, launch: fsrun.Launch, artifact: str, version: str, path: st
         raise _is_latest(path, artifact, version) from None
     except NotFound:
         raise FileNotFoundError(f"{path}: no such version (deleted already?)") from None
-    with fs._lock:
-        fs._signed_cache.pop((artifact, version), None)
+    fs.forget_signed(artifact, version)
     with _lock:
         _removed.pop((fs.api.api_url, artifact, version), None)
         _names.get((fs.api.api_url, artifact), {}).pop(version, None)

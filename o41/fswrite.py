@@ -60,7 +60,7 @@ class WriteFile(StreamFile):
             return
         super().close()
         if not self.discarded:
-            self.fs._closed_write(self)
+            self.fs.closed_write(self)
 
 
 class WritingFileSystem(ReadingFileSystem):
@@ -182,7 +182,7 @@ class WritingFileSystem(ReadingFileSystem):
         launch.check()
         return launch
 
-    def _closed_write(self, f: WriteFile) -> None:
+    def closed_write(self, f: WriteFile) -> None:
         if not f.autocommit:
             return  # the transaction commits it
         if is_marker(f.relname, self.markers) or not self.commit_after:
@@ -340,7 +340,6 @@ class WritingFileSystem(ReadingFileSystem):
         if launch is not None and exc is not None:
             raise launch.fenced(exc)
 
-    _refuse_if_fenced = refuse_if_fenced
     _rm = rm_file
 
     def rm(self, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:

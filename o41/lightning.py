@@ -43,7 +43,7 @@ import importlib
 import logging
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 
@@ -53,6 +53,15 @@ from .lightning_async import mend_async
 from .lightning_steps import begin, flush, saving, targets
 from .lightning_steps import teardown as end_of_fit
 from .location import version_name
+
+if TYPE_CHECKING:
+    from lightning.pytorch import Trainer
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.trainer.connectors.checkpoint_connector import (
+        _CheckpointConnector,
+    )
+
+    from .filesystem import O41FileSystem
 
 log = logging.getLogger("o41")
 
@@ -107,7 +116,7 @@ def _refuse_fit(trainer_cls: Any, checkpoint_cls: Any, package: str, why: Except
     version = getattr(importlib.import_module(package.partition(".")[0]), "__version__", "?")
 
     @functools.wraps(fit)
-    def fit_(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def fit_(self: Trainer, *args: Any, **kwargs: Any) -> Any:
         if any(isinstance(cb, checkpoint_cls) and _o41(cb) is not None
                for cb in self.checkpoint_callbacks):
             raise ConfigError(f"o41: cannot teach {package} {version} o41's checkpoint "
@@ -131,14 +140,14 @@ def _mend_checkpoint(cls: Any) -> None:
     remove = cls._remove_checkpoint
 
     @functools.wraps(find_last)
-    def _find_last_checkpoints(self: Any, trainer: Any) -> set[str]:
+    def _find_last_checkpoints(self: ModelCheckpoint, trainer: Any) -> set[str]:
         fs = _o41(self)
         if fs is None:
             return find_last(self, trainer)
-        return last_checkpoint(fs, parse(fs._strip_protocol(self.dirpath)).artifact)
+        return last_checkpoint(fs, parse(fs.strip(self.dirpath)).artifact)
 
     @functools.wraps(remove)
-    def _remove_checkpoint(self: Any, trainer: Any, filepath: str) -> None:
+    def _remove_checkpoint(self: ModelCheckpoint, trainer: Any, filepath: str) -> None:
         if _o41(self) is None or not str(filepath).startswith("o41://"):
             return remove(self, trainer, filepath)
         try:  # o41.fsretain: the version goes once nothing at the top reaches it
@@ -160,7 +169,7 @@ def _mend_link(cls: Any) -> None:
     setup, save_last = cls.setup, cls._save_last_checkpoint
 
     @functools.wraps(setup)
-    def setup_(self: Any, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+    def setup_(self: ModelCheckpoint, trainer: Any, *args: Any, **kwargs: Any) -> Any:
         if self.save_last != "link" or not str(self.dirpath or "").startswith("o41://"):
             return setup(self, trainer, *args, **kwargs)
         self.save_last = True  # past Lightning's check for a local path
@@ -170,7 +179,8 @@ def _mend_link(cls: Any) -> None:
             self.save_last = "link"
 
     @functools.wraps(save_last)
-    def _save_last_checkpoint(self: Any, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+    def _save_last_checkpoint(self: ModelCheckpoint, trainer: Any, *args: Any,
+                              **kwargs: Any) -> Any:
         if (self.save_last == "link" and _o41(self) is not None and self.save_top_k != 0
                 and self._last_checkpoint_saved):
             self.last_model_path = self._last_checkpoint_saved
@@ -183,7 +193,7 @@ def _mend_link(cls: Any) -> None:
 
 def _one_version_per_save(hook: Any) -> Any:
     @functools.wraps(hook)
-    def wrapped(self: Any, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrapped(self: ModelCheckpoint, trainer: Any, *args: Any, **kwargs: Any) -> Any:
         fs = _o41(self)
         if fs is None:
             return hook(self, trainer, *args, **kwargs)
@@ -194,7 +204,7 @@ def _one_version_per_save(hook: Any) -> Any:
                     trans.root_step = step
                 return hook(self, trainer, *args, **kwargs)
         except (VersionExists, NotAfterLatest):
-            artifact = parse(fs._strip_protocol(self.dirpath)).artifact
+            artifact = parse(fs.strip(self.dirpath)).artifact
             if fs.held_latest(artifact) != version_name(step):
                 raise
             log.info("o41: %s/%s was saved already by this run; this save at the same step "
@@ -227,19 +237,19 @@ def _mend_trainer(cls: Any, checkpoint_cls: Any) -> None:
     save, teardown = cls.save_checkpoint, cls._teardown
 
     @functools.wraps(teardown)
-    def _teardown(self: Any) -> Any:
+    def _teardown(self: Trainer) -> Any:
         end_of_fit(self)  # commit the pending version before the saving thread stops
         return teardown(self)
 
     @functools.wraps(save)
-    def save_checkpoint(self: Any, filepath: Any, *args: Any, **kwargs: Any) -> Any:
+    def save_checkpoint(self: Trainer, filepath: Any, *args: Any, **kwargs: Any) -> Any:
         """A checkpoint saved by hand at the top (``o41://P/N/final.ckpt``) goes into the
         version of the trainer's global step, as ModelCheckpoint's do (during a fit, into
         its pending version)."""
         if not str(filepath).startswith("o41://"):
             return save(self, filepath, *args, **kwargs)
         fs, _ = fsspec.core.url_to_fs(str(filepath))
-        artifact = parse(fs._strip_protocol(str(filepath))).artifact
+        artifact = parse(fs.strip(str(filepath))).artifact
         found = [t for t in targets(self, checkpoint_cls, _o41)
                  if t[0] is fs and t[1] == artifact]
         try:
@@ -248,7 +258,7 @@ def _mend_trainer(cls: Any, checkpoint_cls: Any) -> None:
                     trans.root_step = int(self.global_step)
                 return save(self, filepath, *args, **kwargs)
         except VersionExists as exc:
-            if found or trans.depth or parse(fs._strip_protocol(str(filepath))).version:
+            if found or trans.depth or parse(fs.strip(str(filepath))).version:
                 raise  # inside a ModelCheckpoint save, or a version named by the caller
             raise VersionExists(
                 f"trainer.save_checkpoint({str(filepath)!r}) at global step "
@@ -260,7 +270,7 @@ def _mend_trainer(cls: Any, checkpoint_cls: Any) -> None:
     cls._teardown = _teardown
 
 
-def last_checkpoint(fs: Any, artifact: str) -> set[str]:
+def last_checkpoint(fs: O41FileSystem, artifact: str) -> set[str]:
     """``{o41://P/N/step-…/last.ckpt}`` of the latest version, or nothing on a new artifact."""
     try:
         version = fs.version(artifact)
@@ -278,7 +288,7 @@ def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
     select = cls._select_ckpt_path
 
     @functools.wraps(select)
-    def _select_ckpt_path(self: Any, state_fn: Any, ckpt_path: Any, *args: Any,
+    def _select_ckpt_path(self: _CheckpointConnector, state_fn: Any, ckpt_path: Any, *args: Any,
                           **kwargs: Any) -> Any:
         trainer = self.trainer
         fitting = str(getattr(state_fn, "value", state_fn)) == _FITTING
@@ -315,13 +325,13 @@ def _check_dirpath(dirpath: str) -> None:
                           "version (step-XXXXXXXX/) of it")
 
 
-def _refuse_rewind(fs: Any, dirpath: str, ckpt_path: Any) -> None:
+def _refuse_rewind(fs: O41FileSystem, dirpath: str, ckpt_path: Any) -> None:
     """A fit from an older checkpoint of its own artifact would fail at its first save
     (steps only move forward, VER-3): refuse it at launch, before anything is fenced."""
     text = str(ckpt_path or "")
     if not text.startswith("o41://"):
         return
-    mine, theirs = parse(dirpath[6:]), parse(fs._strip_protocol(text))
+    mine, theirs = parse(dirpath[6:]), parse(fs.strip(text))
     if theirs.artifact != mine.artifact or theirs.version == "latest":
         return
     chosen = fs.version_of(text).version

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
+
+if TYPE_CHECKING:
+    from lightning.pytorch.plugins.io.async_plugin import AsyncCheckpointIO
 
 
 def mend_async(package: str) -> None:
@@ -31,12 +34,12 @@ def mend_async(package: str) -> None:
     save = cls.save_checkpoint
 
     @functools.wraps(save)
-    def save_checkpoint(self: Any, checkpoint: Any, path: Any, *args: Any, **kwargs: Any
-                        ) -> Any:
+    def save_checkpoint(self: AsyncCheckpointIO, checkpoint: Any, path: Any, *args: Any,
+                        **kwargs: Any) -> Any:
         if not str(path).startswith("o41://"):
             return save(self, checkpoint, path, *args, **kwargs)
         fs, _ = fsspec.core.url_to_fs(str(path))
-        if not fs._intrans:  # a single file: the worker's close commits it, as a sync save
+        if not fs.in_transaction:  # a single file: the worker's close commits it, as a sync save
             return save(self, checkpoint, path, *args, **kwargs)
         key, name = fs.write_target(str(path))
         fs.check_new_step(key)  # refused here, before the open, on the caller's thread

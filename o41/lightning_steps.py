@@ -20,13 +20,16 @@ import functools
 import logging
 import sys
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import NotAfterLatest, O41Error, VersionExists
 from .fspaths import parse
 from .fsretain import drop_replaced
 from .fsstage import StepKey
 from .location import version_name
+
+if TYPE_CHECKING:
+    from .filesystem import O41FileSystem
 
 log = logging.getLogger("o41")
 
@@ -46,12 +49,12 @@ def targets(trainer: Any, checkpoint_cls: Any, o41: Any) -> list[tuple[Any, str]
     for cb in trainer.checkpoint_callbacks:
         fs = o41(cb) if isinstance(cb, checkpoint_cls) else None
         if fs is not None:
-            artifact = parse(fs._strip_protocol(cb.dirpath)).artifact
+            artifact = parse(fs.strip(cb.dirpath)).artifact
             found[(id(fs), artifact)] = (fs, artifact)
     return list(found.values())
 
 
-def enter(trainer: Any, fs: Any, artifact: str, step: int) -> StepKey:
+def enter(trainer: Any, fs: O41FileSystem, artifact: str, step: int) -> StepKey:
     """Make ``step`` the pending version of ``artifact``: an older pending one commits."""
     pending: dict = trainer.__dict__.setdefault(_PENDING, {})
     key = (artifact, version_name(step))
@@ -77,7 +80,7 @@ def saving(trainer: Any, found: list[tuple[Any, str]], step: int) -> ExitStack:
     return stack
 
 
-def _block_ended(trainer: Any, fs: Any, key: StepKey, ok: bool) -> None:
+def _block_ended(trainer: Any, fs: O41FileSystem, key: StepKey, ok: bool) -> None:
     """A block that failed drops the pending step: it may hold half a save."""
     if ok:
         return
@@ -92,7 +95,7 @@ def begin(trainer: Any) -> None:
     trainer.__dict__[_DONE] = False
 
 
-def flush(trainer: Any, fs: Any = None, artifact: str | None = None) -> None:
+def flush(trainer: Any, fs: O41FileSystem | None = None, artifact: str | None = None) -> None:
     """Commit the pending version of ``artifact`` (or every pending one of the trainer)."""
     pending: dict = trainer.__dict__.get(_PENDING, {})
     chosen = [k for k in pending if fs is None or k == (id(fs), artifact)]
@@ -118,14 +121,14 @@ def kept(trainer: Any) -> set[str]:
     return {p for p in paths if p.startswith("o41://")}
 
 
-def _commit_queued(io: Any, fs: Any, key: StepKey, keep: set[str]) -> None:
+def _commit_queued(io: Any, fs: O41FileSystem, key: StepKey, keep: set[str]) -> None:
     try:
         _commit(fs, key, keep)
     except BaseException as exc:  # Lightning raises it at the next save or at teardown
         io._error = exc
 
 
-def _commit(fs: Any, key: StepKey, keep: set[str]) -> None:
+def _commit(fs: O41FileSystem, key: StepKey, keep: set[str]) -> None:
     """Commit the step; then the versions whose files its commit replaced by name go, as
     Lightning's ``last.ckpt`` written over the previous one does on s3 (``o41.fsretain``)."""
     try:
