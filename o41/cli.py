@@ -19,6 +19,7 @@ code  name         when
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import sys
 from collections.abc import Sequence
@@ -68,9 +69,23 @@ def _emit(data: Any, as_json: bool, text: str) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True) if as_json else text)
 
 
+def _version() -> str:
+    """The version of whichever distribution installed this client: the client alone
+    (``o41-client``) or the whole project."""
+    for name in importlib.metadata.packages_distributions().get("o41", []):
+        return importlib.metadata.version(name)
+    return "unknown"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"o41 {_version()}")
+        ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="o41-artifacts-emulator", prog_name="o41",
-                      message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Show the version and exit.")
 def cli() -> None:
     """Checkpoints of o41 Artifacts. API from O41_ARTIFACTS_API_URL, key from
     O41_ARTIFACTS_API_KEY."""

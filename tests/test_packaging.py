@@ -31,13 +31,20 @@ PYTEST_PLUGINS = {"pytest_fixture.py"}
 
 
 def third_party_imports(package: Path, *, plugins: bool = False) -> set[str]:
-    """Distributions the package's modules import, lazily imported ones included; those of
-    its plugin modules (``PLUGINS``) only, with ``plugins``."""
+    """Distributions the package's modules import, lazily imported ones included (not those
+    under ``if TYPE_CHECKING:``); those of its plugin modules (``PLUGINS``) only, with
+    ``plugins``."""
     found = set()
     for path in package.rglob("*.py"):
         if (path.name in PLUGINS and package.name == "o41") != plugins:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        typing_only = {id(inner) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                       for stmt in block.body for inner in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:  # a type, never loaded at run time
+                continue
             if isinstance(node, ast.Import):
                 tops = [alias.name.split(".")[0] for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -88,6 +95,9 @@ def test_client_distribution_ships_the_one_o41_package_with_only_what_it_imports
     root = pyproject(ROOT / "pyproject.toml")
     (source,) = client["tool"]["setuptools"]["package-dir"].values()
     assert (client_dir / source).resolve() == ROOT / "o41", "the same source, not a copy"
+    packages = {".".join(init.relative_to(ROOT).parent.parts)
+                for init in (ROOT / "o41").rglob("__init__.py")}
+    assert set(client["tool"]["setuptools"]["packages"]) == packages, "every subpackage ships"
     deps = declared(client["project"]["dependencies"])
     assert third_party_imports(ROOT / "o41") <= deps
     for extra in set(PLUGINS.values()):
