@@ -95,7 +95,7 @@ def open_artifact(
         store.artifacts.issue_token(conn, token, name, epoch, holder, place_text(where),
                                     iso(now))
         resume_from = (
-            version_json(backend, resume_row, where, base_url=base_url)
+            version_json(backend, resume_row, where, base_url=base_url, now=now)
             if resume_row is not None
             else None
         )

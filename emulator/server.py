@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterable
 
 from gunicorn.app.base import BaseApplication
@@ -149,8 +150,13 @@ class EmulatorServer(BaseApplication):
         # and supervises, and every page it holds counts again in each worker it forks
         # (Flask, werkzeug, jinja2 and the views: about 6 MB; docs/reliability.md, "Memory").
         from .app import create_app
+        from .upkeep import keep_up
 
-        app = socket_bodies(create_app(self.settings, prepare=False))
+        flask_app = create_app(self.settings, prepare=False)
+        # Heartbeat and reclaim on their own clock, not only when requests come.
+        threading.Thread(target=keep_up, args=(flask_app.extensions["o41"], threading.Event()),
+                         name="o41-upkeep", daemon=True).start()
+        app = socket_bodies(flask_app)
         # Everything loaded so far lives as long as the worker: keep it out of the garbage
         # collector's full passes, which a request building a big report (usage/read over
         # tens of thousands of rows) can trigger.

@@ -254,6 +254,7 @@ def read_version(
     who.require("read", name)
     step = None if version == "latest" else names.version_step(version)
     conn = backend.conn()
+    now = backend.now()  # before the snapshot: a delete it misses commits after this
     # One snapshot: the version and its files as one commit left them, or 404, never a
     # version whose files a delete took between two statements.
     with store.snapshot(conn):
@@ -268,7 +269,7 @@ def read_version(
         if row is None:
             require_artifact(backend, name)
             raise NotFound(f"{name} has no version {version}")
-        return version_json(backend, row, place, base_url=base_url)
+        return version_json(backend, row, place, base_url=base_url, now=now)
 
 
 def list_versions(backend: Backend, who: Principal, artifact: object, place: Place | None) -> dict:

@@ -203,3 +203,42 @@ def test_a_delete_of_a_fork_source_waits_for_the_fork_that_read_it(tmp_path, req
     opened = Box(http, artifact + "-fork", AWS).open(f"o41://{artifact}/{version(1)}")
     assert opened.status == 200 and whole(opened.body["resume_from"]), opened.body
     assert (deleted[0].status, deleted[0].code) == (503, "unavailable"), deleted[0].body
+
+
+def test_a_url_given_while_a_delete_waits_for_its_lock_serves_until_its_expiry(
+        tmp_path, request, artifact, monkeypatch):
+    """A read answers while a delete of its version waits for the artifact's lock; the
+    URL it gave serves until the expiry it claims, though the delete went on to commit."""
+    import emulator.store.artifacts
+    from emulator.uploads import reclaim_expired_uploads
+
+    app = create_app(make_settings(tmp_path, request, url_lifetime=100))
+    http = Http("http://localhost", app.test_client())
+    backend = app.extensions["o41"]
+    box = filled_box(http, artifact, 1)
+    clock = [backend.now()]
+    monkeypatch.setattr(backend, "now", lambda: clock[0])
+    lock = emulator.store.artifacts.lock
+    waiting, go = threading.Event(), threading.Event()
+
+    def held_lock(conn, name: str):
+        if threading.current_thread().name == "deleter" and not waiting.is_set():
+            waiting.set()  # as if another call held the artifact's row
+            assert go.wait(HOLD_SECONDS)
+        return lock(conn, name)
+
+    monkeypatch.setattr(emulator.store.artifacts, "lock", held_lock)
+    deleter = Background(delete, box, 1, name="deleter")
+    deleter.start()
+    assert waiting.wait(HOLD_SECONDS)
+    clock[0] += 10  # the delete waits ten seconds
+    read = box.read(version(1))
+    assert read.status == 200 and whole(read.body)
+    go.set()
+    assert deleter.outcome().status == 200
+    urls = [f["url"] for f in read.body["files"]]
+    clock[0] += 100 - 1  # a second before the URLs' expiry
+    reclaim_expired_uploads(backend)
+    got = [http.request("GET", u, key=None) for u in urls]
+    assert [r.status for r in got] == [200] * len(FILES)
+    assert {f["name"]: r.content for f, r in zip(read.body["files"], got, strict=True)} == FILES
