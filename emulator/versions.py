@@ -254,7 +254,8 @@ def read_version(
     who.require("read", name)
     step = None if version == "latest" else names.version_step(version)
     conn = backend.conn()
-    now = backend.now()  # before the snapshot: a delete it misses commits after this
+    # URLs count from before the snapshot: a delete it misses commits after this moment.
+    now = backend.now() if base_url is not None else None
     # One snapshot: the version and its files as one commit left them, or 404, never a
     # version whose files a delete took between two statements.
     with store.snapshot(conn):
