@@ -21,7 +21,7 @@ from tests.support.race_tools import HOLD_SECONDS, Background
 
 FILES = {"a.bin": b"a" * 11, "b.bin": b"b" * 22, "c.bin": b"c" * 33}
 WHOLE = [{"name": n, "size": len(d)} for n, d in sorted(FILES.items())]
-TRIALS, SLOW_TRIALS = 150, 1000
+TRIALS, SLOW_TRIALS = 150, 600
 
 
 def version(step: int) -> str:
@@ -72,6 +72,10 @@ def race(trials: int, one: Callable[[int], object], other: Callable[[int], objec
     threads = [Background(run, 0, one), Background(run, 1, other)]
     for t in threads:
         t.start()
+    # No deadline on the whole race (a loaded machine takes minutes): each trial is bounded
+    # by the gate's timeout, so a side that stops ends the other within it.
+    for t in threads:
+        t.join()
     for t in threads:
         t.outcome()
     return [(a, b) for a, b in results.values()]
@@ -127,8 +131,8 @@ def test_a_fork_racing_the_delete_of_its_source_is_whole_or_not_found(tmp_path, 
 
 
 @pytest.mark.slow
-def test_reads_and_forks_racing_deletes_a_thousand_times_are_never_partial(tmp_path, request,
-                                                                          artifact):
+def test_reads_and_forks_racing_deletes_600_times_each_are_never_partial(tmp_path, request,
+                                                                        artifact):
     http = make_http(tmp_path, request)
     assert read_racing_delete(http, artifact + "-r", SLOW_TRIALS) == []
     assert fork_racing_delete(http, artifact + "-f", SLOW_TRIALS) == []
