@@ -78,8 +78,9 @@ class ServedEmulator:
             try:
                 if requests.get(f"{self.url}/_emulator/health", timeout=2).status_code == 200:
                     return self
-            except requests.ConnectionError:
-                pass
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # not listening yet, or too busy to answer in 2 s: ask again until
+                # the deadline, which kills it (a Timeout let through left it running)
             time.sleep(0.02)
         self.kill()
         raise EmulatorDidNotStart(f"{self.url} never became healthy")
