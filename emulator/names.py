@@ -23,7 +23,10 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 # Checked before lower-casing, ASCII only: "\u212a".lower() is "k", and must not pass.
 PLACE_PART = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
 _PLACE_PART = re.compile(PLACE_PART)
-_FILE_SEGMENT_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\]")
+# No control character (C0, DEL, C1 such as U+0085 NEL), line or paragraph separator, or
+# bidirectional control (U+202E would show "gpj.exe" as "exe.jpg"), and no backslash.
+_FILE_SEGMENT_FORBIDDEN = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\\]")
 URI_SCHEME = "o41://"
 # Names must be storable on every backend: a folder segment is at most 255 bytes on common
 # filesystems, and an S3 key at most 1024 bytes. Objects live at
@@ -98,7 +101,8 @@ def file_name(value: object) -> str:
     segments = value.split("/")
     # One regex over the whole name ('/' is not in the class); per segment only set lookups.
     if _FILE_SEGMENT_FORBIDDEN.search(value) or not _BAD_SEGMENTS.isdisjoint(segments):
-        raise InvalidArgument(f"file name {value[:200]!r} has an empty, '.', '..' or bad segment")
+        raise InvalidArgument(f"file name {value[:200]!r} has an empty, '.', '..' or bad "
+                              "segment, or a control character or backslash")
     if len(raw) > MAX_SEGMENT_BYTES:  # else no segment can be longer
         for seg in segments:
             if len(seg.encode("utf-8")) > MAX_SEGMENT_BYTES:

@@ -51,6 +51,10 @@ def open_artifact(
     conn = backend.conn()
     now = backend.now()
     with store.transaction(conn):
+        # A fork's source is held still too (a delete of the version waits, or went first),
+        # and the two rows are locked in name order, so two crossed forks cannot deadlock.
+        if fork is not None and fork.artifact < name:
+            store.artifacts.hold(conn, fork.artifact)
         # Locked: opens, commits and deletes of one artifact take turns on its row.
         row = store.artifacts.lock(conn, name)
         created = False
@@ -58,6 +62,8 @@ def open_artifact(
             created = store.artifacts.create(conn, name, holder, iso(now))
             if not created:  # another node's first open came first: this one follows it
                 row = store.artifacts.lock(conn, name)
+        if fork is not None and fork.artifact > name:
+            store.artifacts.hold(conn, fork.artifact)
         has_versions = row is not None and row["versions"] > 0
         resume_row = None
         if fork is not None:
@@ -89,7 +95,7 @@ def open_artifact(
         store.artifacts.issue_token(conn, token, name, epoch, holder, place_text(where),
                                     iso(now))
         resume_from = (
-            version_json(backend, resume_row, where, base_url=base_url)
+            version_json(backend, resume_row, where, base_url=base_url, now=now)
             if resume_row is not None
             else None
         )
@@ -113,10 +119,11 @@ def open_artifact(
 def read_artifact(backend: Backend, who: Principal, artifact: object) -> dict:
     name = artifact_name(artifact)
     who.require("read", name)
-    row = store.artifacts.read(backend.conn(), name)
-    if row is None:
-        raise NotFound(f"artifact {name} does not exist")
-    step = latest_step(backend, name)
+    with store.snapshot(backend.conn()):  # the count and the latest of one moment
+        row = store.artifacts.read(backend.conn(), name)
+        if row is None:
+            raise NotFound(f"artifact {name} does not exist")
+        step = latest_step(backend, name)
     forked = None
     if row["forked_from_artifact"]:
         forked = {"artifact": row["forked_from_artifact"], "version": row["forked_from_version"]}

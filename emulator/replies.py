@@ -35,8 +35,11 @@ def version_json(
     *,
     files: bool = True,
     base_url: str | None = None,
+    now: float | None = None,
 ) -> dict:
-    """A Version object; with `base_url`, each file gets a signed GET URL under it."""
+    """A Version object; with `base_url`, each file gets a signed GET URL under it, valid
+    for `url_lifetime` from `now` (taken before the rows were read, so a delete that
+    committed after them keeps the bytes at least as long)."""
     loc = backend.location(row["location"])
     out = {
         "artifact": row["artifact"],
@@ -58,7 +61,7 @@ def version_json(
         ]
     out.update(route_fields(backend, loc.place, reader))
     if files and base_url is not None:
-        expires = backend.now() + backend.settings.url_lifetime
+        expires = (backend.now() if now is None else now) + backend.settings.url_lifetime
         for f, key in zip(out["files"], keys, strict=True):
             f["url"] = backend.signer.sign(
                 base_url,

@@ -2,7 +2,8 @@
 
 A delete is one transaction, like a commit: the artifact's row is locked, the token must be
 of its newest epoch, and the version leaves read, list and the usage page's placements at
-once. Its bytes stay until every URL given out before the delete has expired, so a load that
+once. Its bytes stay until every URL given out before the delete has expired (counted from
+its commit, so also URLs given while it waited for the artifact's lock), so a load that
 began completes; the upload is marked `deleted` with that expiry, and the reclaim of expired
 uploads (uploads.reclaim_expired_uploads) removes the bytes after it.
 """
@@ -30,10 +31,10 @@ def delete_version(
     tok = backend.token(token, name)
     step = names.version_step(version)
     conn = backend.conn()
-    now = backend.now()
     with store.transaction(conn):
         # Locked (PostgreSQL): an open, a commit or another delete waits until this ends.
         store.artifacts.lock(conn, name)
+        now = backend.now()  # after the lock: reads went on while this delete waited
         row = store.versions.row(conn, name, step)
         if row is None:  # a 404 comes before a 409
             raise NotFound(f"{name} has no version {version}")
@@ -45,5 +46,9 @@ def delete_version(
         store.artifacts.count_versions(conn, name, -1)
         store.uploads.mark_deleted(conn, row["upload_id"],
                                    now + backend.settings.url_lifetime + _SLACK)
+    # A read that saw the version took its time before its snapshot, so before this
+    # commit: the bytes stay until a lifetime after the commit, whatever the commit waited.
+    store.uploads.mark_deleted(conn, row["upload_id"],
+                               backend.now() + backend.settings.url_lifetime + _SLACK)
     reclaim_expired_uploads(backend)  # older deletes' bytes, whose URLs have expired since
     return {"artifact": name, "version": names.version_name(step), "deleted_at": iso(now)}

@@ -19,13 +19,18 @@ import logging
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterable
 
 from gunicorn.app.base import BaseApplication
 from gunicorn.http.body import Body, LengthReader
+from gunicorn.http.errors import NoMoreData, ParseException
 from gunicorn.workers.gthread import ThreadWorker
 
 from .config import Settings
+from .errors import InvalidArgument
+
+_CUT = "the request body was cut or malformed; nothing of it was kept"
 
 LOG_FORMAT = "%(asctime)s %(message)s"
 M_ARENA_MAX = -8  # glibc's mallopt() parameter
@@ -145,8 +150,13 @@ class EmulatorServer(BaseApplication):
         # and supervises, and every page it holds counts again in each worker it forks
         # (Flask, werkzeug, jinja2 and the views: about 6 MB; docs/reliability.md, "Memory").
         from .app import create_app
+        from .upkeep import keep_up
 
-        app = socket_bodies(create_app(self.settings, prepare=False))
+        flask_app = create_app(self.settings, prepare=False)
+        # Heartbeat and reclaim on their own clock, not only when requests come.
+        threading.Thread(target=keep_up, args=(flask_app.extensions["o41"], threading.Event()),
+                         name="o41-upkeep", daemon=True).start()
+        app = socket_bodies(flask_app)
         # Everything loaded so far lives as long as the worker: keep it out of the garbage
         # collector's full passes, which a request building a big report (usage/read over
         # tens of thousands of rows) can trigger.
@@ -189,9 +199,12 @@ class SocketBody:
         else:
             try:
                 n = self.sock.recv_into(view, want)
-            except OSError:
+            except TimeoutError:
                 self.body.failed = True  # the connection is unusable: gunicorn closes it
-                raise
+                raise  # a stalled client: its own 400 (web/error_bodies.py)
+            except OSError:
+                self.body.failed = True
+                raise InvalidArgument(_CUT) from None  # reset by the client: bad input
             if n == 0:  # the client hung up mid-body
                 self.body.failed = True
                 return 0
@@ -216,8 +229,47 @@ class SocketBody:
             self.ahead = memoryview(b"")
 
 
+class CheckedBody:
+    """`wsgi.input` read through gunicorn's parser (a chunked body, a JSON one): a body cut
+    or malformed on the wire (gunicorn's ChunkMissingTerminator, InvalidChunkSize,
+    NoMoreData) is the client's bad input, 400 `invalid_argument`, not a 500 with a
+    traceback; what read it (a PUT's store, a JSON parse) keeps nothing of it."""
+
+    def __init__(self, body: Body) -> None:
+        self.body = body
+
+    def _checked(self, read: Callable, *args: object) -> bytes:
+        try:
+            return read(*args)
+        except (ParseException, NoMoreData):
+            raise InvalidArgument(_CUT) from None
+        except TimeoutError:
+            raise
+        except OSError:  # reset by the client
+            raise InvalidArgument(_CUT) from None
+
+    def read(self, size: int | None = None) -> bytes:
+        return self._checked(self.body.read, size)
+
+    def readline(self, size: int | None = None) -> bytes:
+        return self._checked(self.body.readline, size)
+
+    def readlines(self, size: int | None = None) -> list[bytes]:
+        return list(iter(self.readline, b""))
+
+    def __iter__(self) -> CheckedBody:
+        return self
+
+    def __next__(self) -> bytes:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+
 def socket_bodies(app: Callable) -> Callable:
-    """WSGI middleware installing `SocketBody` where gunicorn's internals are as expected."""
+    """WSGI middleware installing `SocketBody` where gunicorn's internals are as expected,
+    and `CheckedBody` around every other body gunicorn parses."""
 
     def wrapped(environ: dict, start_response: Callable) -> Iterable[bytes]:
         body, sock = environ.get("wsgi.input"), environ.get("gunicorn.socket")
@@ -229,6 +281,8 @@ def socket_bodies(app: Callable) -> Callable:
             or not isinstance(sock, socket.socket)
             or body.buf.tell()
         ):
+            if isinstance(body, Body):
+                environ["wsgi.input"] = CheckedBody(body)
             return app(environ, start_response)
         fast = SocketBody(body, sock)
         environ["wsgi.input"] = fast

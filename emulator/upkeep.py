@@ -1,14 +1,44 @@
 """The emulator's own upkeep, outside the contract and free of HTTP: preparing storage at
-start, and what the `/_emulator/` endpoints read and change (health, keys, state)."""
+start, the background rounds of a server worker (heartbeat, reclaim), and what the
+`/_emulator/` endpoints read and change (health, keys, state)."""
 
 from __future__ import annotations
+
+import logging
+import threading
 
 from . import keys, keystore, nodes, store
 from .backend import Backend
 from .config import Settings
 from .errors import Forbidden, InvalidArgument, NotFound
 from .identity import check_storage_identity
+from .outages import as_unavailable
 from .uploads import every_upload_prefix, reclaim_expired_uploads
+
+log = logging.getLogger("o41.emulator")
+#: How often a server worker's upkeep runs: deleted bytes outlive their last URL by at most
+#: about this much (plus a second of slack, emulator.retention).
+UPKEEP_EVERY = 1.0
+
+
+def keep_up(backend: Backend, stop: threading.Event, every: float = UPKEEP_EVERY) -> None:
+    """A server worker's background rounds, with or without traffic (emulator.server): say
+    the node is alive (an idle team's keys stay guarded, emulator.nodes), and delete the
+    bytes of deleted versions whose last URL has expired and of uploads never committed,
+    so keep-the-last-k bounds storage under reads alone. A round an outage of the database
+    or storage cuts short is logged; the next one tries again."""
+    while not stop.wait(every):
+        try:
+            backend.heartbeat()
+            reclaim_expired_uploads(backend)
+        except Exception as exc:  # noqa: BLE001 - the thread must outlive any one round
+            if as_unavailable(exc) is None:
+                log.exception("upkeep round failed")
+            else:
+                log.warning("upkeep round skipped: %s", type(exc).__name__)
+                backend.discard_connection()
+        finally:
+            backend.release()
 
 
 def prepare_storage(backend: Backend) -> None:

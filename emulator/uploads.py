@@ -11,12 +11,16 @@ No lock is held while bytes stream: racing PUTs only meet in the short transacti
 
 from __future__ import annotations
 
+import logging
 import secrets
 from typing import BinaryIO, Protocol, cast
 
 from . import store
 from .backend import Backend
 from .errors import ApiError, Incomplete, InvalidArgument, NotFound, VersionExists
+from .storage import StorageUnavailable
+
+log = logging.getLogger("o41.emulator")
 
 
 def pause(point: str) -> None:
@@ -116,11 +120,20 @@ def store_file(
         pause("put:stored")
         superseded = _make_current(backend, upload_id, name, key, size, digest)
     except BaseException:
-        backend.storage.delete(bucket, key)
+        _delete_unused(backend, bucket, key)
         raise
     if superseded and superseded != key:
-        backend.storage.delete(bucket, superseded)
+        _delete_unused(backend, bucket, superseded)
     return size, digest
+
+
+def _delete_unused(backend: Backend, bucket: str, key: str) -> None:
+    """An object no file points at; with storage down it stays, under its upload's prefix,
+    which goes whole when the upload is reclaimed or its version deleted."""
+    try:
+        backend.storage.delete(bucket, key)
+    except StorageUnavailable:
+        log.warning("storage unavailable: an unused object stays until its upload goes")
 
 
 def _make_current(
@@ -151,7 +164,18 @@ def reclaim_expired_uploads(backend: Backend) -> int:
     with store.transaction(conn):
         rows = store.uploads.mark_expired_reclaimed(conn, backend.now())
     pause("reclaim:marked")
+    kept = []
     for row in rows:
         bucket = backend.location(row["location"]).bucket
-        backend.storage.delete_prefix(bucket, upload_prefix(row["artifact"], row["id"]))
-    return len(rows)
+        try:
+            backend.storage.delete_prefix(bucket, upload_prefix(row["artifact"], row["id"]))
+        except StorageUnavailable:
+            kept.append(row)
+    if kept:
+        # Whatever call reclaims on its way is not failed for it: its bytes wait, marked
+        # as before, for the next reclaim (the reaper's, or a later call's).
+        log.warning("storage unavailable: the bytes of %d expired upload(s) wait for the "
+                    "next reclaim", len(kept))
+        with store.transaction(conn):
+            store.uploads.unmark_reclaimed(conn, kept)
+    return len(rows) - len(kept)

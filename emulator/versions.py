@@ -190,9 +190,10 @@ def commit_version(
             filelists.check_complete(listed, stored)
             _check_held(backend, up, stored, held)
         _insert_version(backend, up, stored, backend.now())
-    row = store.versions.row(conn, name, up["step"])
-    assert row is not None  # committed just now, and versions are deleted only by holders
-    return version_json(backend, row, place_from_text(tok["place"]))
+    with store.snapshot(conn):
+        row = store.versions.row(conn, name, up["step"])
+        assert row is not None  # committed just now, and versions are deleted only by holders
+        return version_json(backend, row, place_from_text(tok["place"]))
 
 
 def _stored_sizes(backend: Backend, artifact: str, upload: str) -> dict[str, int | None]:
@@ -251,25 +252,33 @@ def read_version(
     """READ-1: `latest` (or no version) is the committed version with the highest step."""
     name = names.artifact_name(artifact)
     who.require("read", name)
-    if version == "latest":
-        row = store.versions.latest_row(backend.conn(), name,
-                                        highest=backend.policy.latest_is_highest)
+    step = None if version == "latest" else names.version_step(version)
+    conn = backend.conn()
+    # URLs count from before the snapshot: a delete it misses commits after this moment.
+    now = backend.now() if base_url is not None else None
+    # One snapshot: the version and its files as one commit left them, or 404, never a
+    # version whose files a delete took between two statements.
+    with store.snapshot(conn):
+        if step is None:
+            row = store.versions.latest_row(conn, name,
+                                            highest=backend.policy.latest_is_highest)
+            if row is None:
+                require_artifact(backend, name)
+                raise NotFound(f"{name} has no committed version")
+        else:
+            row = store.versions.row(conn, name, step)
         if row is None:
             require_artifact(backend, name)
-            raise NotFound(f"{name} has no committed version")
-    else:
-        row = store.versions.row(backend.conn(), name, names.version_step(version))
-    if row is None:
-        require_artifact(backend, name)
-        raise NotFound(f"{name} has no version {version}")
-    return version_json(backend, row, place, base_url=base_url)
+            raise NotFound(f"{name} has no version {version}")
+        return version_json(backend, row, place, base_url=base_url, now=now)
 
 
 def list_versions(backend: Backend, who: Principal, artifact: object, place: Place | None) -> dict:
     name = names.artifact_name(artifact)
     who.require("read", name)
-    require_artifact(backend, name)
-    rows = store.versions.every(backend.conn(), name)
+    with store.snapshot(backend.conn()):
+        require_artifact(backend, name)
+        rows = store.versions.every(backend.conn(), name)
     return {"versions": [version_json(backend, r, place, files=False) for r in rows]}
 
 

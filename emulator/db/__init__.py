@@ -39,6 +39,7 @@ from .engines import (
     is_postgresql,
     now,
     shown_url,
+    snapshot,
     sqlite_url,
     transaction,
     unreachable,
@@ -63,6 +64,6 @@ __all__ = [
     "MAX_OVERFLOW", "POOL_SIZE", "TABLES", "DatabaseError", "add_to", "api_keys", "artifacts",
     "engine_for", "initialise", "insert_ignore", "is_postgresql", "json_array", "json_value",
     "member_of", "members", "meta", "metadata", "nodes", "now", "ordered_join", "put",
-    "shown_url", "sqlite_url", "tokens", "transaction", "transfers", "unreachable",
+    "shown_url", "snapshot", "sqlite_url", "tokens", "transaction", "transfers", "unreachable",
     "upload_files", "uploads", "version_files", "versions",
 ]

@@ -89,6 +89,26 @@ def transaction(conn: Connection) -> Iterator[Connection]:
         conn.exec_driver_sql("COMMIT")
 
 
+# A read of many statements sees one committed state: SQLite's deferred BEGIN takes its WAL
+# snapshot at the first read; PostgreSQL's READ COMMITTED would give each statement its own.
+_SNAPSHOT = {"sqlite": "BEGIN", "postgresql": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+
+
+@contextmanager
+def snapshot(conn: Connection) -> Iterator[Connection]:
+    """One read transaction: every statement in it sees the database as it was at the first
+    (a version and its files, never a version a delete emptied in between). It takes no
+    lock, so writers go on beside it; it writes nothing, so it always ends in a rollback."""
+    conn.exec_driver_sql(_SNAPSHOT[conn.dialect.name])
+    try:
+        yield conn
+    finally:
+        try:
+            conn.exec_driver_sql("ROLLBACK")
+        except DBAPIError:
+            pass  # the connection is gone; the error that ended the read is what counts
+
+
 def now(conn: Connection) -> float:
     """Unix seconds by the database's clock, the one clock every node shares (expiry is
     compared across nodes); SQLite's is this machine's, read without a query."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from .base import ObjectMissing, Storage, TooLarge
+from .base import ObjectMissing, Storage, StorageUnavailable, TooLarge
 
-__all__ = ["ObjectMissing", "Storage", "TooLarge", "make_storage", "storage_sizes"]
+__all__ = ["ObjectMissing", "Storage", "StorageUnavailable", "TooLarge", "make_storage",
+           "storage_sizes"]
 
 
 def storage_sizes(storage: Storage, bucket: str, keys: list[str]) -> dict[str, int | None]:

@@ -18,6 +18,11 @@ class ObjectMissing(Exception):
     """The object is not in the bucket."""
 
 
+class StorageUnavailable(Exception):
+    """The storage could not be reached, timed out or answered with a server error: the
+    call did nothing the caller may count on, and may be repeated once storage is back."""
+
+
 class TooLarge(Exception):
     """The stream being stored grew past its limit; nothing was kept."""
 

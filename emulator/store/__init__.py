@@ -15,9 +15,18 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Engine
 
-from ..db import DatabaseError, engine_for, initialise, now, shown_url, transaction, unreachable
+from ..db import (
+    DatabaseError,
+    engine_for,
+    initialise,
+    now,
+    shown_url,
+    snapshot,
+    transaction,
+    unreachable,
+)
 from . import artifacts, chaos, keys, meta, nodes, overview, reset, uploads, usage, versions
 
 __all__ = ["Connection", "DatabaseError", "Engine", "artifacts", "chaos", "engine_for",
            "initialise", "keys", "meta", "nodes", "now", "overview", "reset", "shown_url",
-           "transaction", "unreachable", "uploads", "usage", "versions"]
+           "snapshot", "transaction", "unreachable", "uploads", "usage", "versions"]

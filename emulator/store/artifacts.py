@@ -13,6 +13,7 @@ A, T = db.artifacts, db.tokens
 Row = Mapping[str, Any]
 _ARTIFACT = select(A).where(A.c.name == bindparam("name"))
 _LOCKED = _ARTIFACT.with_for_update()
+_HELD = _ARTIFACT.with_for_update(read=True)
 _EXISTS = select(A.c.name).where(A.c.name == bindparam("name"))
 # Updates bind `artifact` and `new_*` (a column's own name is taken in an UPDATE's SET).
 _BY_ARTIFACT = A.c.name == bindparam("artifact")
@@ -29,6 +30,13 @@ def lock(conn: Connection, name: str) -> Row | None:
     lock is held already): opens, commits and deletes of one artifact take turns on it, so
     each decides on the epoch and the versions the last one left."""
     return conn.execute(_LOCKED, {"name": name}).mappings().first()
+
+
+def hold(conn: Connection, name: str) -> None:
+    """A share lock on the artifact's row until the transaction ends (PostgreSQL): a fork
+    reads its source version whole while a delete or a commit of the source waits, and
+    other forks of it go on beside."""
+    conn.execute(_HELD, {"name": name})
 
 
 def read(conn: Connection, name: str) -> Row | None:

@@ -37,7 +37,7 @@ _DELETED = U.update().where(_BY_UPLOAD).values(state="deleted", expires_at=bindp
 _EVERY = select(U.c.id, U.c.artifact, U.c.location)
 # Expired: an open upload never committed in time, or a deleted version's upload once the
 # URLs given out before its delete have expired (VER-7); either's bytes can go.
-_EXPIRED = (select(U.c.id, U.c.artifact, U.c.location)
+_EXPIRED = (select(U.c.id, U.c.artifact, U.c.location, U.c.state)
             .where(U.c.state.in_(("open", "deleted")), U.c.expires_at < bindparam("now")))
 _ANY_EXPIRED = _EXPIRED.limit(1)
 # Locked in one order (PostgreSQL), and re-checked once locked: an upload that a commit got
@@ -114,7 +114,8 @@ def any_expired(conn: Connection, now: float) -> bool:
 
 def mark_expired_reclaimed(conn: Connection, now: float) -> Sequence[Row]:
     """Inside a transaction: mark every expired upload reclaimed and forget its files;
-    returns (id, artifact, location) of each, whose bytes the caller then deletes."""
+    returns (id, artifact, location, state before) of each, whose bytes the caller then
+    deletes."""
     rows = conn.execute(_EXPIRED_LOCKED, {"now": now}).mappings().all()
     ids = [row["id"] for row in rows]
     if ids:
@@ -124,3 +125,10 @@ def mark_expired_reclaimed(conn: Connection, now: float) -> Sequence[Row]:
                      .values(state="reclaimed"), listed)
         conn.execute(UF.delete().where(db.member_of(dialect, UF.c.upload_id, "ids")), listed)
     return rows
+
+
+def unmark_reclaimed(conn: Connection, rows: Sequence[Row]) -> None:
+    """Uploads whose bytes could not be deleted (storage was down) go back to the state
+    they had, still expired: no PUT or commit can use them, and the next reclaim retries."""
+    for row in rows:
+        conn.execute(_SET_STATE, {"upload": row["id"], "new_state": row["state"]})

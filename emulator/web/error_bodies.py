@@ -9,6 +9,7 @@ from werkzeug.exceptions import HTTPException
 
 from ..errors import ApiError
 from ..outages import as_unavailable
+from ..storage import StorageUnavailable
 
 log = logging.getLogger("o41.emulator")
 
@@ -61,8 +62,10 @@ def register(app: Flask) -> None:
             # The connection may be broken or in a failed transaction: the next request
             # opens a fresh one.
             current_app.extensions["o41"].discard_connection()
-            log.warning("database unavailable on %s %s: %s", request.method, request.path,
-                        type(getattr(exc, "orig", None) or exc).__name__)
+            cause = exc.__cause__ if isinstance(exc, StorageUnavailable) else None
+            log.warning("%s unavailable on %s %s: %s",
+                        "storage" if cause is not None else "database", request.method,
+                        request.path, type(cause or getattr(exc, "orig", None) or exc).__name__)
             return _api_error(unavailable)
         log.exception("unexpected error on %s %s", request.method, request.path)
         return error_response(500, "internal", f"internal error: {type(exc).__name__}")
