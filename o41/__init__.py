@@ -9,10 +9,9 @@ Public surface (everything else is private to its module)::
     o41.forget_launches()  # a test reset the emulator: this process's launches are gone
 """
 
-from .api import ApiClient
-from .checkpoint import Run, open
-from .config import Place, Settings
-from .errors import (
+from o41.checkpoint import Run, open
+from o41.config import Place, Settings
+from o41.errors import (
     ApiError,
     ConfigError,
     Conflict,
@@ -35,9 +34,10 @@ from .errors import (
     Unauthenticated,
     VersionExists,
 )
-from .fsrun import forget_launches
-from .location import Location, version_name
-from .models import FileEntry, Version
+from o41.location import Location, version_name
+from o41.models import FileEntry, Version
+from o41.transport.api import ApiClient
+from o41.writing.registry import forget_launches
 
 __all__ = [
     "ApiClient",

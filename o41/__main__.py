@@ -1,5 +1,5 @@
 """``python -m o41`` runs the ``o41`` command."""
 
-from .cli import main
+from o41.cli import main
 
 main()

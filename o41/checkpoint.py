@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from difflib import get_close_matches
 from typing import Any
 
-from .api import ApiClient
-from .config import ENV_KEY, ENV_URL, Place, Settings, redact_key, same_task
-from .errors import (
+from o41.config import ENV_KEY, ENV_URL, Place, Settings, redact_key, same_task
+from o41.errors import (
     ApiError,
     ConfigError,
     Fenced,
@@ -33,9 +32,10 @@ from .errors import (
     NotFound,
     TransportError,
 )
-from .location import Location, version_name
-from .models import Version
-from .transfer import WORKERS, LocalFile, Source, collect, download, hash_files, upload
+from o41.location import Location, version_name
+from o41.models import Version
+from o41.transport.api import ApiClient
+from o41.transport.transfer import WORKERS, LocalFile, Source, collect, download, hash_files, upload
 
 log = logging.getLogger("o41")
 

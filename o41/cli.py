@@ -28,14 +28,14 @@ from typing import Any
 
 import click
 
-from .api import ApiClient
-from .checkpoint import open as open_run
-from .config import Settings
-from .errors import ExitCode, O41Error
-from .fsguard import check_new_step
-from .location import Location
-from .models import Version
-from .transfer import WORKERS, download
+from o41.checkpoint import open as open_run
+from o41.config import Settings
+from o41.errors import ExitCode, O41Error
+from o41.location import Location
+from o41.models import Version
+from o41.transport.api import ApiClient
+from o41.transport.transfer import WORKERS, download
+from o41.writing.guard import check_new_step
 
 __all__ = ["cli", "main"]
 
@@ -168,7 +168,7 @@ def run_command(location: str, resume: str, command: tuple[str, ...]) -> None:
     this one, COMMAND is stopped and the exit code is 8. Example:
     o41 run o41://experiments/run-1234 -- python train.py
     """
-    from .launch import launch
+    from o41.run import launch
 
     if not command:
         raise click.UsageError("no COMMAND to run after the location (o41 run LOCATION -- CMD)")

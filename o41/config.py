@@ -14,8 +14,8 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import ConfigError
-from .job import membership
+from o41.errors import ConfigError
+from o41.job import membership
 
 log = logging.getLogger("o41")
 

@@ -31,7 +31,7 @@ Lightning, DCP) sees the failure it knows: ``except FileNotFoundError`` catches 
 version, ``except PermissionError`` a key without access. ``str(exc)`` is the message alone.
 
 Third-party errors (requests, OSError from sockets) are mapped to these at the boundary in
-``o41.api`` and ``o41.transfer``; callers never need to import ``requests``.
+``o41.transport.api`` and ``o41.transport.transfer``; callers never need to import ``requests``.
 """
 
 from __future__ import annotations

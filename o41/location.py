@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from o41.errors import ConfigError
 
 SCHEME = "o41://"
 VERSION_RE = re.compile(r"^step-[0-9]{8}$")  # ASCII digits only: \d would take "٥"

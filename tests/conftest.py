@@ -132,12 +132,12 @@ def live_factory(tmp_path: Path) -> Iterator:
 
 @pytest.fixture(autouse=True)
 def _no_step_outlives_its_test() -> Iterator[None]:
-    """Steps a test closed and left to commit later (``o41.fsdefer``) are dropped when it
+    """Steps a test closed and left to commit later (``o41.writing.deferred``) are dropped when it
     ends: its emulator may be gone by then, and the commit at exit would retry against it
     for the client's whole retry window."""
     yield
-    from o41 import fsrun
+    from o41.writing import registry
 
-    for launch in fsrun.all_launches():
+    for launch in registry.all_launches():
         for version in launch.due.pending():
             launch.discard(version)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from . import hooks, tree
+from o41.job import hooks, tree
 
 ENV_MODE = "O41_MODE"
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import tree
+from o41.job import tree
 
 log = logging.getLogger("o41")
 

@@ -13,8 +13,8 @@ import pytest
 import requests
 
 import o41
-from o41.api import ATTEMPTS, ApiClient
 from o41.errors import ServerError, TransportError
+from o41.transport.api import ATTEMPTS, ApiClient
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
@@ -96,7 +96,7 @@ def test_commit_whose_reply_was_lost_is_recognised_as_landed(chaotic, o41_locati
 
 
 def test_persistent_failure_still_surfaces(chaotic, o41_location, monkeypatch):
-    monkeypatch.setattr("o41.api.RETRY_FOR", 0.0)  # just the six tries, not 20 s of them
+    monkeypatch.setattr("o41.transport.api.RETRY_FOR", 0.0)  # just the six tries, not 20 s of them
     chaos(chaotic, [{"operation": "artifacts/open", "status": 503, "times": 7}])
     with pytest.raises(ServerError):
         o41.open(o41_location, resume="latest")
@@ -124,7 +124,7 @@ class CountingSession(requests.Session):
 
 def test_a_refused_connection_is_tried_once_and_names_the_url_and_its_variable(monkeypatch):
     waits: list[float] = []
-    monkeypatch.setattr("o41.api.time.sleep", waits.append)
+    monkeypatch.setattr("o41.transport.api.time.sleep", waits.append)
     with socket.socket() as sock:  # bound, then released: nothing listens on the port
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/api/v1"
@@ -145,8 +145,8 @@ def test_a_refused_connection_is_tried_once_and_names_the_url_and_its_variable(m
 
 def test_a_connection_cut_without_a_reply_is_still_retried(monkeypatch):
     """A reset (a node restarting, a proxy dropping the connection) is worth the tries."""
-    monkeypatch.setattr("o41.api.time.sleep", lambda s: None)
-    monkeypatch.setattr("o41.api.RETRY_FOR", 0.0)  # the tries, not the 20 s window
+    monkeypatch.setattr("o41.transport.api.time.sleep", lambda s: None)
+    monkeypatch.setattr("o41.transport.api.RETRY_FOR", 0.0)  # the tries, not the 20 s window
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(16)

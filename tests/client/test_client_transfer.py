@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from o41 import ConfigError, FileEntry, IntegrityError, TransportError, transfer
-from o41.transfer import (
+from o41 import ConfigError, FileEntry, IntegrityError, TransportError
+from o41.transport import transfer
+from o41.transport.transfer import (
     LOG_SUFFIX,
     PART_SUFFIX,
     collect,

@@ -1,7 +1,7 @@
 """Multi-rank torch.distributed.checkpoint through ``o41://`` (torchrun, gloo on CPU).
 
 Written as for ``s3://``: every rank writes its own shards with DCP's FsspecWriter, and the
-checkpoint is ONE version of every rank's shards and ``.metadata`` (``o41.dcp``). The job
+checkpoint is ONE version of every rank's shards and ``.metadata`` (``o41.adapters.dcp``). The job
 opens once; a rank killed mid-save leaves the previous latest; a zombie job, woken after
 its relaunch, stops on every rank with exit code 8 and commits nothing.
 """

@@ -1,5 +1,6 @@
 """A step of files closed one at a time is one version, committed soon after its last close
-(``o41.fsdefer``, docs/fsspec.md): never half a step, visible at once to its own process, at
+(``o41.writing.deferred``, docs/fsspec.md): never half a step, visible at once to its own
+process, at
 exit, on SIGTERM and when a later step begins; a kill -9 before then leaves the latest."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 import o41
-from o41.filesystem import O41FileSystem
+from o41.fs.filesystem import O41FileSystem
 from tests.support import client_helpers
 from tests.support.trainer_runs import REPO, versions
 

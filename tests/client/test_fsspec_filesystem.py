@@ -13,8 +13,8 @@ import fsspec
 import pytest
 
 import o41
-from o41.filesystem import O41FileSystem
-from o41.fsstage import UncommittedWarning
+from o41.fs.filesystem import O41FileSystem
+from o41.writing.stage import UncommittedWarning
 from tests.support.client_helpers import make_fs
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """A trainer whose first act is reading ``latest`` opens only at its first save: a zombie
 that commits in between is caught there, with one line, never as ``version_exists``
-(``o41.fsrun.moved_since_read``, docs/fsspec.md)."""
+(``o41.writing.registry.moved_since_read``, docs/fsspec.md)."""
 
 from __future__ import annotations
 

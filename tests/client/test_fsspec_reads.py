@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from o41 import FileEntry, IntegrityError
-from o41.fsread import ReadFile
+from o41.fs.readfile import ReadFile
 from o41.models import Version
 from tests.support.client_helpers import blob
 

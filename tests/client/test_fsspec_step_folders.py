@@ -14,7 +14,7 @@ import fsspec
 import pytest
 
 import o41
-from o41.fspaths import outside_layout, parse
+from o41.paths import outside_layout, parse
 from tests.support.client_helpers import make_fs
 
 if TYPE_CHECKING:

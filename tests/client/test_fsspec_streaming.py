@@ -17,7 +17,7 @@ import pytest
 import requests
 
 import o41
-from o41 import fsstream
+from o41.writing import stream
 from tests.support import client_helpers
 from tests.support.client_helpers import blob
 from tests.support.trainer_runs import REPO, versions
@@ -69,7 +69,7 @@ def test_file_past_its_buffer_streams_while_it_is_written(
         sender = f._sender
         assert sender is not None and sender.queued <= 16 * MIB
         # the writer waits while 16 MiB are queued: the rest went out before the close
-        assert sender.size >= len(data) - 16 * MIB - fsstream.PART
+        assert sender.size >= len(data) - 16 * MIB - stream.PART
     assert listed(o41_emulator, o41_location, "step-00000001") == {
         "big.bin": (len(data), hashlib.sha256(data).hexdigest())}
     assert fs.cat_file(f"{o41_location}/latest/big.bin") == data
@@ -90,12 +90,12 @@ def test_writer_rewrites_bytes_not_yet_sent_and_is_refused_before_them(
     data += b"tail"
     assert fs.cat_file(f"{o41_location}/latest/patched.bin") == bytes(data)
     with fs.open(f"{o41_location}/step-00000002/long.bin", "wb") as f:
-        f.write(blob(fsstream.PART + MIB))
+        f.write(blob(stream.PART + MIB))
         with pytest.raises(io.UnsupportedOperation, match="streams as it is written"):
             f.seek(0)
 
 
-@pytest.mark.parametrize("size", [2 * MIB, fsstream.PART + MIB])
+@pytest.mark.parametrize("size", [2 * MIB, stream.PART + MIB])
 def test_file_left_by_an_exception_stores_nothing(o41_emulator: Emulator, o41_location: str,
                                                   size: int) -> None:
     fs = make_fs(o41_emulator)

@@ -35,7 +35,7 @@ root = UPath(sys.argv[1])
 step = root / "step-1"
 (step / "model.pt").write_bytes(b"weights")
 (step / "optim.pt").write_bytes(b"moments")  # the same step: one version of both files
-assert type(step).__module__ == "o41.fsupath", type(step)
+assert type(step).__module__ == "o41.adapters.upath", type(step)
 assert (root / "step-00000001" / "model.pt").read_bytes() == b"weights"
 assert [p.name for p in step.iterdir()] == ["model.pt", "optim.pt"]
 assert str(step / "model.pt") == sys.argv[1] + "/step-1/model.pt"
@@ -51,7 +51,7 @@ def declared_entry_point() -> str:
 
 def test_upath_entry_point_names_the_o41_class() -> None:
     module, _, name = declared_entry_point().partition(":")
-    assert (module, name) == ("o41.fsupath", "O41UPath")
+    assert (module, name) == ("o41.adapters.upath", "O41UPath")
 
 
 def test_upath_of_an_o41_url_writes_reads_and_lists_without_a_warning(

@@ -10,7 +10,7 @@ import threading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from o41.inorder import InOrderHash
+from o41.transport.inorder import InOrderHash
 
 
 @st.composite

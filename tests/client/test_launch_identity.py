@@ -15,7 +15,7 @@ import fsspec
 import pytest
 
 import o41
-from o41 import fsrun
+from o41.writing import registry
 from tests.support.trainer_runs import REPO, artifact, o41_launcher, versions
 
 if TYPE_CHECKING:
@@ -79,14 +79,14 @@ fs.pipe("{o41_location}/step-00000002/a", b"two")  # not fenced by its own evalu
 
 def test_o41_run_hands_its_open_to_every_process_below_it(o41_emulator: Emulator,
                                                           o41_location: str) -> None:
-    probe = ("import fsspec; from o41 import fsrun; fs = fsspec.filesystem('o41');"
-             f"print(fsrun.handed_over(fs.api, '{o41_location[6:]}', fs.holder, workers=1)"
+    probe = ("import fsspec; from o41.writing import registry; fs = fsspec.filesystem('o41');"
+             f"print(registry.handed_over(fs.api, '{o41_location[6:]}', fs.holder, workers=1)"
              " is not None)")
     script = f"""
 import subprocess, sys, fsspec
-from o41 import fsrun
+from o41.writing import registry
 fs = fsspec.filesystem("o41")
-print(fsrun.handed_over(fs.api, "{o41_location[6:]}", fs.holder, workers=1) is not None)
+print(registry.handed_over(fs.api, "{o41_location[6:]}", fs.holder, workers=1) is not None)
 print(subprocess.run([sys.executable, "-c", {probe!r}], check=True, capture_output=True,
                      text=True).stdout, end="")
 fs.pipe("{o41_location}/step-00000001/a", b"a")
@@ -115,12 +115,12 @@ def test_reader_never_opens_nor_fences_the_writer(o41_emulator: Emulator,
 @pytest.mark.parametrize("text", ["0.0001", "-1", "1e9", "soon", "nan"])
 def test_fence_check_outside_its_bounds_is_refused(text: str) -> None:
     with pytest.raises(o41.ConfigError, match="O41_FENCE_CHECK"):
-        fsrun.fence_check_every({"O41_FENCE_CHECK": text})
+        registry.fence_check_every({"O41_FENCE_CHECK": text})
 
 
 @pytest.mark.parametrize(("text", "every"), [("0", 0.0), ("0.5", 0.5), ("", 2.0)])
 def test_fence_check_within_bounds_or_off(text: str, every: float) -> None:
-    assert fsrun.fence_check_every({"O41_FENCE_CHECK": text}) == every
+    assert registry.fence_check_every({"O41_FENCE_CHECK": text}) == every
 
 
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"epoch": 1}',
@@ -138,13 +138,13 @@ def test_bad_o41_run_is_a_config_error_naming_it(o41_emulator: Emulator, o41_loc
 
 def test_write_mode_belongs_to_every_rank_of_the_job() -> None:
     """Every rank opens at its first touch, through the job's one open (o41.job)."""
-    assert fsrun.mode_of(None, {"O41_MODE": "write", "RANK": "0"}) == "write"
-    assert fsrun.mode_of(None, {"O41_MODE": "write", "RANK": "1"}) == "write"
-    assert fsrun.mode_of(None, {"O41_MODE": " Write "}) == "write"
+    assert registry.mode_of(None, {"O41_MODE": "write", "RANK": "0"}) == "write"
+    assert registry.mode_of(None, {"O41_MODE": "write", "RANK": "1"}) == "write"
+    assert registry.mode_of(None, {"O41_MODE": " Write "}) == "write"
     with pytest.raises(o41.ConfigError, match="O41_MODE"):
-        fsrun.mode_of(None, {"O41_MODE": "sometimes"})
+        registry.mode_of(None, {"O41_MODE": "sometimes"})
     with pytest.raises(o41.ConfigError, match="mode="):
-        fsrun.mode_of("sometimes")
+        registry.mode_of("sometimes")
 
 
 def test_errors_are_the_builtin_ones_as_on_s3fs(o41_emulator: Emulator,

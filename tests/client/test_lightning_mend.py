@@ -1,10 +1,11 @@
-"""What a Lightning fit into o41:// asks of the service (o41.lightning), without a trainer."""
+"""What a Lightning fit into o41:// asks of the service 
+(o41.adapters.lightning), without a trainer."""
 
 from __future__ import annotations
 
 import pytest
 
-from o41.lightning import _check_dirpath, _resume_for
+from o41.adapters.lightning import _check_dirpath, _resume_for
 
 
 @pytest.mark.parametrize(("ckpt_path", "resume"), [

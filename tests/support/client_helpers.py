@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import fsspec
 
 if TYPE_CHECKING:
-    from o41.filesystem import O41FileSystem
+    from o41.fs.filesystem import O41FileSystem
     from tests.support.client_fixtures import Emulator
 
 

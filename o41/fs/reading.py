@@ -1,5 +1,5 @@
 """``o41://`` for reading: settings, paths, and reads of committed versions through signed
-URLs. The writing half is ``o41.fswrite``; the class fsspec finds is ``o41.filesystem``.
+URLs. The writing half is ``o41.fs.writing``; the class fsspec finds is ``o41.fs.filesystem``.
 
 Configured like the client, from the environment (``O41_ARTIFACTS_API_URL``,
 ``O41_ARTIFACTS_API_KEY``, ``SKYPILOT_CLUSTER_INFO`` or ``O41_PLACE``), or by storage options
@@ -22,24 +22,24 @@ from typing import Any
 
 from fsspec.spec import AbstractFileSystem
 
-from . import fsdefer, fsrun
-from .api import ApiClient
-from .config import Place, Settings
-from .errors import ConfigError, NotFound, TransportError
-from .fspaths import O41Path, parse, step_in_name
-from .fsput import BUFFER
-from .fsread import ReadFile
-from .fsstage import DEFAULT_MARKERS, DEFAULT_PARTS, StepTransaction, is_marker
-from .memread import read_range
-from .models import FileEntry, Version
-from .transfer import WORKERS
+from o41.config import Place, Settings
+from o41.errors import ConfigError, NotFound, TransportError
+from o41.fs.readfile import ReadFile
+from o41.models import FileEntry, Version
+from o41.paths import O41Path, parse, step_in_name
+from o41.transport.api import ApiClient
+from o41.transport.memread import read_range
+from o41.transport.put import BUFFER
+from o41.transport.transfer import WORKERS
+from o41.writing import deferred, registry
+from o41.writing.stage import DEFAULT_MARKERS, DEFAULT_PARTS, StepTransaction, is_marker
 
 SIGNED_FOR = 60.0  # at most this many seconds a signed listing is reused
 
 
 class ReadingFileSystem(AbstractFileSystem):
     """The reading half of ``o41://``: settings, paths, signed listings and reads; the
-    writing half (``o41.fswrite``) is its subclass."""
+    writing half (``o41.fs.writing``) is its subclass."""
 
     protocol = "o41"
     root_marker = ""
@@ -66,13 +66,13 @@ class ReadingFileSystem(AbstractFileSystem):
         self.markers = tuple(markers)
         self.parts = tuple(parts)
         self.workers = workers
-        self.mode = fsrun.mode_of(mode)
+        self.mode = registry.mode_of(mode)
         if not isinstance(write_buffer, int) or not 1 << 20 <= write_buffer <= 1 << 34:
             raise ConfigError(f"write_buffer={write_buffer!r}: bytes of one open file held in "
                               "memory, 1 MiB to 16 GiB")
         self.write_buffer = write_buffer
-        self.commit_after = fsdefer.commit_after(commit_after)
-        self.on_fenced = fsrun.on_fenced_policy(on_fenced)
+        self.commit_after = deferred.commit_after(commit_after)
+        self.on_fenced = registry.on_fenced_policy(on_fenced)
         self.api = ApiClient.from_settings(settings)
         self._signed_cache: dict[tuple[str, str], tuple[float, Version]] = {}
         self._latest: dict[str, str] = {}  # artifact -> the version ``latest`` means here
@@ -153,7 +153,7 @@ class ReadingFileSystem(AbstractFileSystem):
             if version == "latest":
                 self._latest[artifact] = found.version
         if version == "latest":
-            fsrun.note_read(self.api, artifact, self.holder, found.version)
+            registry.note_read(self.api, artifact, self.holder, found.version)
         return found
 
     signed = _signed
@@ -245,7 +245,7 @@ class ReadingFileSystem(AbstractFileSystem):
                 raise FileNotFoundError(path) from None
             self.hold_latest(where.artifact, versions[-1]["version"] if versions else None)
             if versions:
-                fsrun.note_read(self.api, where.artifact, self.holder, versions[-1]["version"])
+                registry.note_read(self.api, where.artifact, self.holder, versions[-1]["version"])
             out: list[dict[str, Any]] = [
                 {"name": f"{where.artifact}/{v['version']}", "type": "directory",
                  "size": int(v.get("size") or 0), "step": v.get("step"),

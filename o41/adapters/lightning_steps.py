@@ -22,14 +22,14 @@ import sys
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from .errors import NotAfterLatest, O41Error, VersionExists
-from .fspaths import parse
-from .fsretain import drop_replaced
-from .fsstage import StepKey
-from .location import version_name
+from o41.errors import NotAfterLatest, O41Error, VersionExists
+from o41.location import version_name
+from o41.paths import parse
+from o41.writing.retain import drop_replaced
+from o41.writing.stage import StepKey
 
 if TYPE_CHECKING:
-    from .filesystem import O41FileSystem
+    from o41.fs.filesystem import O41FileSystem
 
 log = logging.getLogger("o41")
 
@@ -130,7 +130,7 @@ def _commit_queued(io: Any, fs: O41FileSystem, key: StepKey, keep: set[str]) -> 
 
 def _commit(fs: O41FileSystem, key: StepKey, keep: set[str]) -> None:
     """Commit the step; then the versions whose files its commit replaced by name go, as
-    Lightning's ``last.ckpt`` written over the previous one does on s3 (``o41.fsretain``)."""
+    Lightning's ``last.ckpt`` written over the previous one does on s3 (``o41.writing.retain``)."""
     try:
         committed = fs.commit_step(key, held=True)
     except (VersionExists, NotAfterLatest) as exc:

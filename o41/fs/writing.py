@@ -1,7 +1,8 @@
 """The writing half of the ``o41://`` filesystem: one launch per job, streamed files, steps
-committed. What commits a step, and why the commit goes last: ``o41.fsstage`` and
-``o41.fsdefer``; how a file streams: ``o41.fsstream``; the job's open: ``o41.fsrun``. The
-adapters (``o41.lightning``, ``o41.dcp``) use the public methods: ``launch``,
+committed. What commits a step, and why the commit goes last: ``o41.writing.stage`` and
+``o41.writing.deferred``; how a file streams: ``o41.writing.stream``; the job's
+open: ``o41.writing.registry``. The
+adapters (``o41.adapters.lightning``, ``o41.adapters.dcp``) use the public methods: ``launch``,
 ``write_target``, ``check_new_step``, ``writable``, ``refuse_if_fenced``, ``commit_step``,
 ``discard_step``, ``hold_step``, ``release_step`` and ``held_latest``.
 """
@@ -14,17 +15,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import fsdefer, fsretain, fsrun
-from .checkpoint import Run
-from .errors import ConfigError, Immutable, NotFound, VersionExists
-from .fsguard import check_new_step, refuse_removal
-from .fspaths import O41Path, outside_layout, parse, step_in_name, top_version
-from .fsput import check_answer, put_path, put_whole
-from .fsreading import ReadingFileSystem
-from .fsstage import HELD, StepKey, is_marker, is_part, uncommitted, warn_uncommitted
-from .fsstream import StreamFile
-from .local import hash_files
-from .models import Version
+from o41.checkpoint import Run
+from o41.errors import ConfigError, Immutable, NotFound, VersionExists
+from o41.fs.reading import ReadingFileSystem
+from o41.local import hash_files
+from o41.models import Version
+from o41.paths import O41Path, outside_layout, parse, step_in_name, top_version
+from o41.transport.put import check_answer, put_path, put_whole
+from o41.writing import deferred, registry, retain
+from o41.writing.guard import check_new_step, refuse_removal
+from o41.writing.stage import HELD, StepKey, is_marker, is_part, uncommitted, warn_uncommitted
+from o41.writing.stream import StreamFile
 
 log = logging.getLogger("o41")
 
@@ -32,7 +33,7 @@ log = logging.getLogger("o41")
 class WriteFile(StreamFile):
     """A file written into a step through one filesystem: its close may commit the step."""
 
-    def __init__(self, fs: WritingFileSystem, launch: fsrun.Launch, path: str, key: StepKey,
+    def __init__(self, fs: WritingFileSystem, launch: registry.Launch, path: str, key: StepKey,
                  name: str,
                  autocommit: bool) -> None:
         version = key[1]
@@ -79,8 +80,8 @@ class WritingFileSystem(ReadingFileSystem):
             return super()._open(path, mode, block_size, autocommit, cache_options, **kwargs)
         return self._open_write(path, mode, autocommit)
 
-    def launch(self, artifact: str, resume: Any = "default") -> fsrun.Launch:
-        """The artifact's launch in this process: opened once (``o41.fsrun``), with the
+    def launch(self, artifact: str, resume: Any = "default") -> registry.Launch:
+        """The artifact's launch in this process: opened once (``o41.writing.registry``), with the
         ``resume`` option unless told otherwise (a Lightning fit follows its ckpt_path)."""
         if "://" in artifact or artifact.count("/") > 1:
             artifact = parse(self._strip_protocol(artifact)).artifact
@@ -88,7 +89,7 @@ class WritingFileSystem(ReadingFileSystem):
             raise ConfigError(f"o41://{artifact}: this filesystem only reads (mode='read' or "
                               "O41_MODE=read), so it never opens an artifact for writing")
         resume = self.resume if resume == "default" else resume
-        launch = fsrun.shared_launch(self.api, artifact, resume=resume, settings=self.settings,
+        launch = registry.shared_launch(self.api, artifact, resume=resume, settings=self.settings,
                                      place=self.place, holder=self.holder,
                                      workers=self.workers, on_fenced=self.on_fenced)
         return launch
@@ -104,12 +105,12 @@ class WritingFileSystem(ReadingFileSystem):
 
     def uncommitted(self) -> list[str]:
         """Steps written but not committed (not visible), as ``o41://P/N/step-…``."""
-        found = uncommitted(fsrun.launches_of(self.api.api_url, self.holder))
+        found = uncommitted(registry.launches_of(self.api.api_url, self.holder))
         return sorted(f"o41://{launch.artifact}/{version}" for launch, version, _ in found)
 
     def discard_uncommitted(self) -> list[str]:
         """Drop every uncommitted step, warning about each (as at interpreter exit)."""
-        return warn_uncommitted(fsrun.launches_of(self.api.api_url, self.holder))
+        return warn_uncommitted(registry.launches_of(self.api.api_url, self.holder))
 
     def write_target(self, path: str) -> tuple[StepKey, str]:
         """The step (``(artifact, version)``) and file name a written ``path`` goes to."""
@@ -142,7 +143,7 @@ class WritingFileSystem(ReadingFileSystem):
         launch = self._into_step(key)
         return WriteFile(self, launch, path, key, name, autocommit)
 
-    def _into_step(self, key: StepKey) -> fsrun.Launch:
+    def _into_step(self, key: StepKey) -> registry.Launch:
         """A write into ``key``: the refusals its commit would get come first, before any
         open (a refused write fences nobody); then the launch, opened if need be; then
         earlier steps of the artifact commit, and ``key`` waits for this file's close."""
@@ -156,11 +157,11 @@ class WritingFileSystem(ReadingFileSystem):
     def _open_if_moved(self, artifact: str) -> None:
         """A job that read the artifact before opening it, and whose ``latest`` has moved
         since: a box that still held it committed meanwhile. The open comes first then (it
-        fences that box, and stops this process: ``fsrun.moved_since_read``), before the
+        fences that box, and stops this process: ``registry.moved_since_read``), before the
         refusal the write would get (``version_exists``), which would blame the trainer."""
-        if fsrun.launch_if_held(self.api, artifact, self.holder) is not None:
+        if registry.launch_if_held(self.api, artifact, self.holder) is not None:
             return
-        read = fsrun.read_before_open(self.api, artifact, self.holder)
+        read = registry.read_before_open(self.api, artifact, self.holder)
         if read is None:
             return
         try:
@@ -171,12 +172,12 @@ class WritingFileSystem(ReadingFileSystem):
             self.writable(artifact)
 
     def check_new_step(self, key: StepKey) -> None:
-        """Refuse a write into ``key`` whose commit must fail (``o41.fsguard``), before any
+        """Refuse a write into ``key`` whose commit must fail (``o41.writing.guard``), before any
         open."""
-        held = fsrun.launch_if_held(self.api, key[0], self.holder)
+        held = registry.launch_if_held(self.api, key[0], self.holder)
         check_new_step(self.api, key, held, self.commit_after)
 
-    def writable(self, artifact: str) -> fsrun.Launch:
+    def writable(self, artifact: str) -> registry.Launch:
         """The launch of ``artifact``, opened if need be; a fenced one stops here."""
         launch = self.launch(artifact)
         launch.check()
@@ -193,9 +194,9 @@ class WritingFileSystem(ReadingFileSystem):
 
     def commit_pending(self, path: str | None = None) -> None:
         """Commit now every step this process closed its files in and has not committed
-        (``o41.fsdefer``), of ``path``'s artifact or of every artifact."""
+        (``o41.writing.deferred``), of ``path``'s artifact or of every artifact."""
         artifact = parse(self._strip_protocol(path)).artifact if path else None
-        fsdefer.settle_all(launch for launch in fsrun.launches_of(self.api.api_url, self.holder)
+        deferred.settle_all(launch for launch in registry.launches_of(self.api.api_url, self.holder)
                            if artifact in (None, launch.artifact))
 
     def _settle_for(self, where: O41Path) -> None:
@@ -203,7 +204,7 @@ class WritingFileSystem(ReadingFileSystem):
         process's due steps of it first; but a path into a due step that names neither a
         file written into it nor a folder of one (``exists`` before the step's next file)
         leaves that step waiting."""
-        launch = fsrun.launch_if_held(self.api, where.artifact, self.holder)
+        launch = registry.launch_if_held(self.api, where.artifact, self.holder)
         if launch is None or not launch.due.pending():
             return
         named = where.version
@@ -226,13 +227,13 @@ class WritingFileSystem(ReadingFileSystem):
         self.writable(key[0]).hold(key[1])
 
     def release_step(self, key: StepKey) -> None:
-        launch = fsrun.launch_if_held(self.api, key[0], self.holder)
+        launch = registry.launch_if_held(self.api, key[0], self.holder)
         if launch is not None:
             launch.release(key[1])
 
     def discard_step(self, key: StepKey) -> None:
         """Drop a step: none of its files becomes visible."""
-        launch = fsrun.launch_if_held(self.api, key[0], self.holder)
+        launch = registry.launch_if_held(self.api, key[0], self.holder)
         if launch is not None:
             launch.discard(key[1])
 
@@ -244,7 +245,7 @@ class WritingFileSystem(ReadingFileSystem):
         (``held=True``); a step whose upload another process started (a DCP rank's) only
         by that process. ``extra``: the files other processes wrote into the upload."""
         artifact, version_name = key
-        launch = fsrun.launch_if_held(self.api, artifact, self.holder)
+        launch = registry.launch_if_held(self.api, artifact, self.holder)
         if launch is None or not launch.has_step(version_name):
             return None
         step = launch.step(version_name)
@@ -257,14 +258,14 @@ class WritingFileSystem(ReadingFileSystem):
             raise VersionExists(
                 f"o41://{artifact}/{version_name}: {exc.message}: files closed outside a "
                 f"transaction commit their step ({', '.join(names)}) once none has been "
-                f"open for {self.commit_after:g} s (commit_after, {fsdefer.ENV_COMMIT_AFTER})"
+                f"open for {self.commit_after:g} s (commit_after, {deferred.ENV_COMMIT_AFTER})"
                 "; write the files of one step inside `with fs.transaction:`, or put their "
                 "folder with fs.put(dir, 'o41://P/N/step-XXXXXXXX/', recursive=True)",
                 status=exc.status) from None
         with self._lock:
             self._signed_cache.pop(key, None)
         self.hold_latest(artifact, version.version)
-        fsretain.after_commit(self, artifact)  # deletes that waited for a later step
+        retain.after_commit(self, artifact)  # deletes that waited for a later step
         return version
 
     def put(self, lpath: Any, rpath: Any, recursive: bool = False, **kwargs: Any) -> None:
@@ -326,7 +327,7 @@ class WritingFileSystem(ReadingFileSystem):
 
     def rm_file(self, path: str) -> None:
         where = self._split(path)
-        launch = fsrun.launch_if_held(self.api, where.artifact, self.holder)
+        launch = registry.launch_if_held(self.api, where.artifact, self.holder)
         if (where.version not in (None, "latest") and where.name and launch is not None
                 and launch.remove(where.version, where.name)):
             return
@@ -335,7 +336,7 @@ class WritingFileSystem(ReadingFileSystem):
     def refuse_if_fenced(self, artifact: str) -> None:
         """A fenced zombie's clean-up of what the newer box committed (DCP removes an old
         ``.metadata`` before its rename) is a fence, not a permission slip."""
-        launch = fsrun.launch_if_held(self.api, artifact, self.holder)
+        launch = registry.launch_if_held(self.api, artifact, self.holder)
         exc = launch.superseded() if launch is not None else None
         if launch is not None and exc is not None:
             raise launch.fenced(exc)
@@ -345,7 +346,7 @@ class WritingFileSystem(ReadingFileSystem):
     def rm(self, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:
         for p in path if isinstance(path, list) else [path]:
             where = self._split(p)
-            launch = fsrun.launch_if_held(self.api, where.artifact, self.holder)
+            launch = registry.launch_if_held(self.api, where.artifact, self.holder)
             if (where.version and not where.name and launch is not None
                     and launch.has_step(where.version)):
                 launch.discard(where.version)
@@ -361,7 +362,7 @@ class WritingFileSystem(ReadingFileSystem):
         closing one does. A file that streamed already keeps its name."""
         key1, old = self.write_target(path1)
         key2, new = self.write_target(path2)
-        launch = fsrun.launch_if_held(self.api, key1[0], self.holder)
+        launch = registry.launch_if_held(self.api, key1[0], self.holder)
         data = None
         if key1 == key2 and launch is not None:
             with launch.lock:

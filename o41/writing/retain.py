@@ -1,7 +1,7 @@
 """Deleting committed versions (VER-7): keep-the-last-k bounds an ``o41://`` artifact as it
 bounds a bucket.
 
-``fs.rm`` of what this process wrote and has not committed only drops it (``o41.fswrite``).
+``fs.rm`` of what this process wrote and has not committed only drops it (``o41.fs.writing``).
 ``fs.rm`` of a committed version deletes it (``versions/delete``) with the token of this
 process's open of the artifact:
 
@@ -34,13 +34,13 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from . import fsrun
-from .api import ApiClient
-from .errors import Fenced, Immutable, IsLatest, NotFound, O41Error
-from .fspaths import O41Path, parse, step_in_name
-from .job import hooks
-from .location import version_name
-from .models import Version
+from o41.errors import Fenced, Immutable, IsLatest, NotFound, O41Error
+from o41.job import hooks
+from o41.location import version_name
+from o41.models import Version
+from o41.paths import O41Path, parse, step_in_name
+from o41.transport.api import ApiClient
+from o41.writing import registry
 
 log = logging.getLogger("o41")
 
@@ -234,9 +234,9 @@ def _committed(fs: RetentionHost, where: O41Path, path: str) -> tuple[str, list[
     return version, files
 
 
-def _held_launch(fs: RetentionHost, artifact: str, path: str) -> fsrun.Launch:
+def _held_launch(fs: RetentionHost, artifact: str, path: str) -> registry.Launch:
     """The open a delete uses: this process's, never a new one (it would fence the writer)."""
-    launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
+    launch = registry.launch_if_held(fs.api, artifact, fs.holder)
     if launch is None or launch.joined:
         raise PermissionError(
             f"{path}: a delete takes the open of o41://{artifact}, and this process holds "
@@ -250,7 +250,7 @@ def _later_step_written(fs: RetentionHost, artifact: str, version: str) -> bool:
     """Whether this process holds a step of ``artifact`` after ``version``, not committed:
     staged files, or a step held for a commit to come (a Lightning save whose files
     ``AsyncCheckpointIO`` has queued and not written yet)."""
-    launch = fsrun.launch_if_held(fs.api, artifact, fs.holder)
+    launch = registry.launch_if_held(fs.api, artifact, fs.holder)
     if launch is None:
         return False
     with launch.lock:
@@ -279,7 +279,7 @@ def _all_removed(fs: RetentionHost, artifact: str, version: str, files: list[str
     return False
 
 
-def _delete(fs: RetentionHost, launch: fsrun.Launch, artifact: str, version: str,
+def _delete(fs: RetentionHost, launch: registry.Launch, artifact: str, version: str,
             path: str) -> None:
     try:
         fs.api.delete_version(artifact, launch.token, version)

@@ -31,13 +31,13 @@ import pickle
 import threading
 from typing import TYPE_CHECKING, Any
 
-from . import fsrun
-from .fspaths import parse
+from o41.paths import parse
+from o41.writing import registry
 
 if TYPE_CHECKING:
     from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
 
-    from .filesystem import O41FileSystem
+    from o41.fs.filesystem import O41FileSystem
 
 log = logging.getLogger("o41")
 
@@ -131,9 +131,9 @@ def _mend_writer(cls: Any) -> None:
                              f"this rank to {fs.api.api_url}: give every rank the same "
                              "O41_ARTIFACTS_API_URL")
         artifact, version = ticket["artifact"], ticket["version"]
-        own = fsrun.launch_if_held(fs.api, artifact, fs.holder)
+        own = registry.launch_if_held(fs.api, artifact, fs.holder)
         if own is None or own.token != ticket["token"]:
-            own = fsrun.joined_launch(fs.api, artifact, fs.holder, token=ticket["token"],
+            own = registry.joined_launch(fs.api, artifact, fs.holder, token=ticket["token"],
                                       epoch=ticket["epoch"], version=version,
                                       upload=ticket["upload"], on_fenced=fs.on_fenced,
                                       place=fs.place, workers=fs.workers)

@@ -27,11 +27,11 @@ from typing import IO
 
 from tqdm import tqdm
 
-from .dataplane import Connections, RangeReply, Retry, data_plane_error, put
-from .errors import IntegrityError, TransportError
-from .inorder import READ_BACK, InOrderHash
-from .local import WORKERS, LocalFile, Source, check_name, collect, hash_files
-from .models import FileEntry
+from o41.errors import IntegrityError, TransportError
+from o41.local import WORKERS, LocalFile, Source, check_name, collect, hash_files
+from o41.models import FileEntry
+from o41.transport.inorder import READ_BACK, InOrderHash
+from o41.transport.signed import Connections, RangeReply, Retry, data_plane_error, put
 
 MIN_CHUNK = 1024 * 1024
 MAX_CHUNK = 128 * 1024 * 1024

@@ -33,10 +33,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .errors import ConfigError
-from .job import hooks
+from o41.errors import ConfigError
+from o41.job import hooks
 
-# ``o41.fsrun.Launch``, which owns a ``DueSteps`` (named so, not imported: fsrun imports this)
+# ``o41.writing.launch.Launch``, which owns a ``DueSteps`` (named
+# so, not imported: that module imports this one)
 Launch = Any
 
 log = logging.getLogger("o41")

@@ -1,13 +1,14 @@
 """``o41://`` as an fsspec filesystem: the only change a trainer makes is the location string.
 
 Registered through the ``fsspec.specs`` entry point, so ``fsspec.open("o41://...")`` and
-every library that takes an fsspec URL find it. Paths are told in ``o41.fspaths``, reads in
-``o41.fsreading``, writes in ``o41.fswrite`` (its base classes, in that order); this class adds
+every library that takes an fsspec URL find it. Paths are told in ``o41.paths``, reads in
+``o41.fs.reading``, writes in ``o41.fs.writing`` (its base classes, in that order); this class adds
 downloads (fsspec's ``get``: every file of one call goes in one parallel, sha256-verified
 download) and teaches loaded frameworks o41's checkpoints through their adapters.
 
 Who opens, and when (``mode``): a reader never opens, so it never fences a trainer; a writing
-job opens once (``o41.fsrun``, ``o41.job``), at its first write, at the start of a Lightning
+job opens once (``o41.writing.registry``,
+``o41.job``), at its first write, at the start of a Lightning
 ``fit``, or before it starts under ``o41 run``.
 """
 
@@ -21,10 +22,10 @@ from typing import Any
 
 from fsspec.utils import isfilelike
 
-from .fsreading import ReadingFileSystem
-from .fswrite import WritingFileSystem
-from .models import FileEntry
-from .transfer import download
+from o41.fs.reading import ReadingFileSystem
+from o41.fs.writing import WritingFileSystem
+from o41.models import FileEntry
+from o41.transport.transfer import download
 
 
 class O41FileSystem(WritingFileSystem):
@@ -89,9 +90,9 @@ def _mend_lightning() -> None:
 
 # a framework's module, once loaded -> the adapter's function that teaches it o41's layout
 ADAPTERS = {
-    "lightning.pytorch": "o41.lightning:mend",
-    "pytorch_lightning": "o41.lightning:mend",
-    "torch.distributed.checkpoint._fsspec_filesystem": "o41.dcp:mend",
+    "lightning.pytorch": "o41.adapters.lightning:mend",
+    "pytorch_lightning": "o41.adapters.lightning:mend",
+    "torch.distributed.checkpoint._fsspec_filesystem": "o41.adapters.dcp:mend",
 }
 _mended: set[str] = set()
 

@@ -13,7 +13,7 @@ A file that ends before its first part is full goes as one
 PUT with a ``Content-Length`` (retried on a dropped connection: its bytes are at hand).
 
 On close the service's answer is checked against what the client hashed, and the file's
-size and sha256 go to its launch's step (``o41.fslaunch``), for the commit. A file left by an
+size and sha256 go to its launch's step (``o41.writing.launch``), for the commit. A file left by an
 exception, or collected unclosed, is cut short: the PUT never ends, so nothing of it is
 stored, and its step cannot commit until the file is written again.
 
@@ -37,7 +37,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .fsput import BUFFER, PART, Sender, check_answer, put_whole
+from o41.transport.put import BUFFER, PART, Sender, check_answer, put_whole
 
 
 class StreamFile(io.RawIOBase):

@@ -21,8 +21,8 @@ from typing import Any
 
 import requests
 
-from .config import ENV_KEY, ENV_URL, Place, Settings, redact_key
-from .errors import (
+from o41.config import ENV_KEY, ENV_URL, Place, Settings, redact_key
+from o41.errors import (
     NotFound,
     ServerError,
     TransportError,

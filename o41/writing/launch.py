@@ -3,7 +3,7 @@ every step being written, under one lock.
 
 A trainer's process may hold many ``o41://`` filesystem instances (fsspec keeps one per
 thread and per set of options), but it is ONE launch per artifact (the registry is
-``o41.fsrun``): a save from a helper thread never opens again and fences its own main
+``o41.writing.registry``): a save from a helper thread never opens again and fences its own main
 thread, and a process forked after the open (a background save, a DataLoader worker) is the
 same launch: it writes under its parent's open and never opens.
 
@@ -33,13 +33,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checkpoint import Run
-from .errors import ApiError, ConfigError, ExitCode, Fenced, InvalidArgument, TransportError
-from .fsdefer import DueSteps
-from .fsidentity import ENV_ON_FENCED, fence_check_every
-from .fsput import check_answer, put_whole
-from .job.tree import multiprocessing_parent
-from .models import Version
+from o41.checkpoint import Run
+from o41.errors import ApiError, ConfigError, ExitCode, Fenced, InvalidArgument, TransportError
+from o41.job.tree import multiprocessing_parent
+from o41.models import Version
+from o41.transport.put import check_answer, put_whole
+from o41.writing.deferred import DueSteps
+from o41.writing.identity import ENV_ON_FENCED, fence_check_every
 
 log = logging.getLogger("o41")
 
@@ -67,7 +67,7 @@ class StepUpload:
 
 
 class Launch:
-    """The writing state of one process for one artifact (``o41.fsrun`` docstring)."""
+    """The writing state of one process for one artifact (``o41.writing.registry`` docstring)."""
 
     def __init__(self, run: Run, policy: str, *, joined: bool = False) -> None:
         self.run = run
@@ -77,7 +77,7 @@ class Launch:
         self.steps: dict[str, StepUpload] = {}
         self.stopped: Fenced | None = None
         self.latest: str | None = None  # the version this launch committed last
-        self.due = DueSteps(self)  # steps whose files are closed, committed soon (o41.fsdefer)
+        self.due = DueSteps(self)  # closed steps, committed soon (o41.writing.deferred)
         self._watching = False
 
     @property

@@ -3,7 +3,7 @@
 Registered through the ``universal_pathlib.implementations`` entry point in
 ``pyproject.toml``, so UPath finds this class instead of warning that ``o41`` is "not
 explicitly implemented" and making one up; every call goes to
-``o41.filesystem.O41FileSystem``, whose class is registered with fsspec here so UPath takes
+``o41.fs.filesystem.O41FileSystem``, whose class is registered with fsspec here so UPath takes
 its path rules from it (not from a default "flavour", with a second warning). Imported only
 by universal-pathlib, which is not a dependency of the client.
 """

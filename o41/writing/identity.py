@@ -1,8 +1,9 @@
 """Who the launch is, from the environment: ``O41_MODE``, ``O41_ON_FENCED``,
 ``O41_FENCE_CHECK``, and ``O41_RUN``, the open ``o41 run`` hands to the process it starts.
 
-Kept apart from ``o41.fsrun`` (the launch itself) so that what a variable means is read in
-one place; ``o41.fsrun``'s docstring tells who is the launch and why.
+Kept apart from ``o41.writing.registry`` (the launch itself) so that what a variable
+means is read in
+one place; ``o41.writing.registry``'s docstring tells who is the launch and why.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .api import ApiClient
-from .checkpoint import Run
-from .config import Place
-from .errors import ConfigError
-from .models import Version
+from o41.checkpoint import Run
+from o41.config import Place
+from o41.errors import ConfigError
+from o41.models import Version
+from o41.transport.api import ApiClient
 
 log = logging.getLogger("o41")
 

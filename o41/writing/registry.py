@@ -1,4 +1,4 @@
-"""The launch registry: one ``Launch`` (``o41.fslaunch``) per process and artifact, found
+"""The launch registry: one ``Launch`` (``o41.writing.launch``) per process and artifact, found
 by every ``o41://`` filesystem instance of the process, and nothing else global.
 
 Who is the launch: a job's whole process tree (``o41.job``). ``o41 run o41://P/N -- CMD``
@@ -6,7 +6,7 @@ opens before CMD starts and hands the open down in ``O41_RUN``: every process be
 fork, spawn, subprocess or exec through shells and wrappers, writes under that open and never
 opens again. Without it, the first process of a job that writes opens and writes the open
 down for the job (``o41.job.records``), and the others find it there. A rank of a distributed
-job that was handed an upload through DCP's plan (``o41.dcp``) joins that upload: it holds
+job that was handed an upload through DCP's plan (``o41.adapters.dcp``) joins that upload: it holds
 the token, never opens, and never commits.
 """
 
@@ -15,13 +15,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from .api import ApiClient
-from .checkpoint import Run
-from .checkpoint import open as open_run
-from .config import Place, Settings
-from .errors import Fenced
-from .fsdefer import settle_all
-from .fsidentity import (
+from o41.checkpoint import Run
+from o41.checkpoint import open as open_run
+from o41.config import Place, Settings
+from o41.errors import Fenced
+from o41.job import hooks, membership
+from o41.job.records import JobRecords, Record
+from o41.transport.api import ApiClient
+from o41.writing.deferred import settle_all
+from o41.writing.identity import (
     ENV_FENCE_CHECK,
     ENV_MODE,
     ENV_ON_FENCED,
@@ -36,9 +38,7 @@ from .fsidentity import (
     parse_handoff,
     run_from_fields,
 )
-from .fslaunch import Launch, StepUpload, superseded, warn_uncommitted
-from .job import hooks, membership
-from .job.records import JobRecords, Record
+from o41.writing.launch import Launch, StepUpload, superseded, warn_uncommitted
 
 # Keyed by (API, artifact, holder): a process is one launch with one holder; instances
 # given other holders (storage option ``holder``) are other launches, as in tests.
@@ -229,7 +229,7 @@ def launches_of(api_url: str, holder: str) -> list[Launch]:
 def joined_launch(api: ApiClient, artifact: str, holder: str, *, token: str, epoch: int,
                   version: str, upload: str, on_fenced: str, place: Place | None = None,
                   workers: int = 8) -> Launch:
-    """This process's part in an upload its job's coordinator started (``o41.dcp``): the
+    """This process's part in an upload its job's coordinator started (``o41.adapters.dcp``): the
     token it was handed, the upload, and a fence watch; no open."""
     key = (api.api_url, artifact, holder)
     with _lock:

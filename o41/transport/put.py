@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .dataplane import NETWORK_ERRORS, Connections, Retry, data_plane_error, put
-from .errors import IntegrityError, PayloadTooLarge, TransportError
-from .job import hooks
+from o41.errors import IntegrityError, PayloadTooLarge, TransportError
+from o41.job import hooks
+from o41.transport.signed import NETWORK_ERRORS, Connections, Retry, data_plane_error, put
 
 PART = 8 * 1024 * 1024
 BUFFER = 64 * 1024 * 1024  # bytes of one open file held in memory, at most

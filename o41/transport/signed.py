@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .errors import TransportError
+from o41.errors import TransportError
 
 TIMEOUT = 60.0
 NETWORK_ERRORS = (OSError, http.client.HTTPException)

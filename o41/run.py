@@ -17,12 +17,12 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from . import fsrun
-from .checkpoint import Run
-from .checkpoint import open as open_run
-from .config import ENV_HOLDER, Settings
-from .errors import ConfigError, ExitCode
-from .job import hooks
+from o41.checkpoint import Run
+from o41.checkpoint import open as open_run
+from o41.config import ENV_HOLDER, Settings
+from o41.errors import ConfigError, ExitCode
+from o41.job import hooks
+from o41.writing import registry
 
 GRACE = 10.0  # seconds a fenced trainer gets between SIGTERM and SIGKILL
 ENV_RESUME_FROM = "O41_RESUME_FROM"
@@ -31,7 +31,7 @@ ENV_RESUME_FROM = "O41_RESUME_FROM"
 def child_env(run: Run, base: dict[str, str] | None = None) -> dict[str, str]:
     """The trainer's environment: the held open, and what it resumes from."""
     env = dict(os.environ if base is None else base)
-    env[fsrun.ENV_RUN] = fsrun.handoff(run)
+    env[registry.ENV_RUN] = registry.handoff(run)
     env[ENV_HOLDER] = run.holder
     env[ENV_RESUME_FROM] = (f"{run.location}/{run.resume_from.version}"
                             if run.resume_from else "")
@@ -59,7 +59,7 @@ def launch(location: str, resume: str | None, command: Sequence[str]) -> int:
     fenced: list[str] = []
 
     hooks.forward_signals(child.send_signal)
-    every = fsrun.fence_check_every() or fsrun.FENCE_CHECK
+    every = registry.fence_check_every() or registry.FENCE_CHECK
     watcher = threading.Thread(target=_watch, args=(run, child, every, stop, fenced),
                                daemon=True)
     watcher.start()
@@ -75,7 +75,7 @@ def launch(location: str, resume: str | None, command: Sequence[str]) -> int:
 def _watch(run: Run, child: subprocess.Popen[bytes], every: float, stop: threading.Event,
            fenced: list[str]) -> None:
     while not stop.wait(every):
-        exc = fsrun.superseded(run)
+        exc = registry.superseded(run)
         if exc is None:
             continue
         fenced.append(" ".join(str(exc).split()))

@@ -28,7 +28,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from .location import VERSION_RE, Location, version_name
+from o41.location import VERSION_RE, Location, version_name
 
 # A version folder as users write it: "step-100" or "step-00000100" (ASCII digits only).
 _STEP_FOLDER = re.compile(r"step-([0-9]{1,8})", re.ASCII)

@@ -16,11 +16,11 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
 
-from .dataplane import Connections, RangeReply, Retry, data_plane_error
-from .errors import IntegrityError, TransportError
-from .job import hooks
-from .local import WORKERS
-from .models import FileEntry
+from o41.errors import IntegrityError, TransportError
+from o41.job import hooks
+from o41.local import WORKERS
+from o41.models import FileEntry
+from o41.transport.signed import Connections, RangeReply, Retry, data_plane_error
 
 # A request costs the server more than a MiB of sendfile does: below 4 MiB a range is
 # not worth splitting, even on a machine whose cores the server shares.

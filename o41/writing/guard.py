@@ -9,16 +9,16 @@ asks the artifact once (one GET per step, not per file) and is refused at its op
 Removals: an s3fs user's ``fs.rm`` deletes, and so does this one, within the contract's
 retention rule (VER-7): a committed version other than the latest is deleted, the latest is
 refused with ``o41.IsLatest``, and a path that names nothing is a ``FileNotFoundError``, as
-on s3fs (``o41.fsretain``).
+on s3fs (``o41.writing.retain``).
 """
 
 from __future__ import annotations
 
-from . import fsretain
-from .api import ApiClient
-from .errors import NotAfterLatest, NotFound, VersionExists
-from .fslaunch import Launch
-from .fsstage import StepKey
+from o41.errors import NotAfterLatest, NotFound, VersionExists
+from o41.transport.api import ApiClient
+from o41.writing import retain
+from o41.writing.launch import Launch
+from o41.writing.stage import StepKey
 
 
 def check_new_step(api: ApiClient, key: StepKey, launch: Launch | None,
@@ -73,11 +73,11 @@ def _holding(files: list[str]) -> str:
     return f" (it holds {shown})" if files else ""
 
 
-def refuse_removal(fs: fsretain.RetentionHost, path: str) -> None:
+def refuse_removal(fs: retain.RetentionHost, path: str) -> None:
     """``rm`` of a path that is not being written: a committed version is deleted, or the
-    removal refused, as ``o41.fsretain`` tells (VER-7); a path that names nothing is not
+    removal refused, as ``o41.writing.retain`` tells (VER-7); a path that names nothing is not
     found."""
-    fsretain.remove(fs, path)
+    retain.remove(fs, path)
 
 
 __all__ = ["check_new_step", "refuse_removal"]

@@ -18,7 +18,7 @@ What it mends in ``ModelCheckpoint`` and the checkpoint connector:
   local disk; here it returns the version's ``last*.ckpt`` (or its checkpoint), pinned to
   its ``step-…`` folder so the load cannot mix versions.
 - **One global step, one version.** Every save of a fit's global step, whichever callback
-  and hook makes it, goes into the pending version of that step (``o41.lightning_steps``):
+  and hook makes it, goes into the pending version of that step (``o41.adapters.lightning_steps``):
   ``epoch=0-step=100.ckpt`` and ``last.ckpt`` become the files of ``step-00000100``, which
   commits when the fit saves at a later step or ends. A save at a step committed already
   (by the launch this one resumed from) keeps what is there.
@@ -27,12 +27,12 @@ What it mends in ``ModelCheckpoint`` and the checkpoint connector:
 - **A fit from an older checkpoint of its own artifact** is refused at launch
   (``not_after_latest``): its saves could never commit (VER-3).
 - **``save_last="link"``**: the version is the link (``last_model_path`` names the linked
-  checkpoint); **``AsyncCheckpointIO``**: ``o41.lightning_async``.
-- **Top-k deletes delete versions** (``o41.fsretain``, VER-7): a version goes once none of
+  checkpoint); **``AsyncCheckpointIO``**: ``o41.adapters.lightning_async``.
+- **Top-k deletes delete versions** (``o41.writing.retain``, VER-7): a version goes once none of
   its files is reached at the top any more; the latest never does (a run must never lose the
   checkpoint it resumes from: Lightning issue 21813), it waits for the next commit. After
   each commit, a version whose files were all replaced by name (a step that saved only
-  ``last.ckpt``) goes too unless a top-k path names it (``o41.lightning_steps``), so
+  ``last.ckpt``) goes too unless a top-k path names it (``o41.adapters.lightning_steps``), so
   ``save_top_k=k`` with ``save_last`` keeps k+1 versions, as a bucket keeps k+1 files.
 """
 
@@ -47,12 +47,12 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 
-from .errors import ConfigError, Immutable, IsLatest, NotAfterLatest, VersionExists
-from .fspaths import parse
-from .lightning_async import mend_async
-from .lightning_steps import begin, flush, saving, targets
-from .lightning_steps import teardown as end_of_fit
-from .location import version_name
+from o41.adapters.lightning_async import mend_async
+from o41.adapters.lightning_steps import begin, flush, saving, targets
+from o41.adapters.lightning_steps import teardown as end_of_fit
+from o41.errors import ConfigError, Immutable, IsLatest, NotAfterLatest, VersionExists
+from o41.location import version_name
+from o41.paths import parse
 
 if TYPE_CHECKING:
     from lightning.pytorch import Trainer
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
         _CheckpointConnector,
     )
 
-    from .filesystem import O41FileSystem
+    from o41.fs.filesystem import O41FileSystem
 
 log = logging.getLogger("o41")
 
@@ -129,7 +129,7 @@ def _refuse_fit(trainer_cls: Any, checkpoint_cls: Any, package: str, why: Except
 
 def _o41(callback: Any) -> Any:
     """The callback's o41 filesystem, or None when its dirpath is elsewhere (told by its
-    protocol: ``o41.filesystem`` imports this module, not the other way round)."""
+    protocol: ``o41.fs.filesystem`` imports this module, not the other way round)."""
     fs = getattr(callback, "_fs", None)
     dirpath = str(getattr(callback, "dirpath", "") or "")
     return fs if getattr(fs, "protocol", None) == "o41" and dirpath.startswith("o41://") else None
@@ -150,7 +150,7 @@ def _mend_checkpoint(cls: Any) -> None:
     def _remove_checkpoint(self: ModelCheckpoint, trainer: Any, filepath: str) -> None:
         if _o41(self) is None or not str(filepath).startswith("o41://"):
             return remove(self, trainer, filepath)
-        try:  # o41.fsretain: the version goes once nothing at the top reaches it
+        try:  # o41.writing.retain: the version goes once nothing at the top reaches it
             return remove(self, trainer, filepath)
         except (IsLatest, Immutable) as exc:
             log.info("o41: kept %s: %s", filepath, exc)
@@ -216,7 +216,7 @@ def _one_version_per_save(hook: Any) -> Any:
 
 def _mend_hooks(call: Any, checkpoint_cls: Any) -> None:
     """Each call of the callbacks' saving hooks saves into the fit's pending version of its
-    global step, whichever callbacks save (``o41.lightning_steps``)."""
+    global step, whichever callbacks save (``o41.adapters.lightning_steps``)."""
     hooks = call._call_callback_hooks
     saving_hooks = {n for n in vars(checkpoint_cls) if n.startswith("on_")}
 

@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 from fsspec.spec import AbstractBufferedFile
 
-from .errors import IntegrityError, TransportError
-from .memread import check_sha256, fill, shared_pool
-from .models import FileEntry, Version
+from o41.errors import IntegrityError, TransportError
+from o41.models import FileEntry, Version
+from o41.transport.memread import check_sha256, fill, shared_pool
 
 CACHE_BYTES = 64 * 1024 * 1024     # edge blocks kept once hashed
 PENDING_BYTES = 256 * 1024 * 1024  # blocks kept only because the hash has not reached them

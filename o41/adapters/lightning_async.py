@@ -2,10 +2,10 @@
 
 ``Trainer(plugins=[AsyncCheckpointIO()])`` hands each ``torch.save`` to a one-thread
 executor, so the files of a ``ModelCheckpoint`` save are written after its hook (and o41's
-transaction around it, ``o41.lightning``) has returned, by a thread whose filesystem
+transaction around it, ``o41.adapters.lightning``) has returned, by a thread whose filesystem
 instance knows nothing of that transaction. Here the main thread resolves each file to its
 version (``o41://P/N/step-…/last.ckpt``: the global step is the main thread's) and learns
-any refusal before queueing. The step is the fit's pending one (``o41.lightning_steps``),
+any refusal before queueing. The step is the fit's pending one (``o41.adapters.lightning_steps``),
 held, so the worker's closes do not commit it; its commit is queued behind the writes on
 the same executor. Training goes on while the checkpoint uploads; a failed commit is
 raised by Lightning at the next save or at the end of ``fit``, as its own errors are, and a

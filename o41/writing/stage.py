@@ -3,7 +3,7 @@
 The contract commits a version as one record, after all its files are uploaded (the commit
 goes last: nothing of a step is visible until its writer says it is done, and a writer that
 dies first leaves nothing). fsspec writers, though, open and close files one at a time. So
-each written file streams into its step's upload as it is written (``o41.fsstream``), and
+each written file streams into its step's upload as it is written (``o41.writing.stream``), and
 the step waits for its commit signal: the end of a transaction, the end of a ``put``, or
 the close of a marker file (torch DCP's ``.metadata``, Orbax's ``commit_success.txt``). A
 step that never gets one is never visible (the service reclaims its upload), and is named
@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from fsspec.transaction import Transaction
 
-from .fslaunch import UncommittedWarning, uncommitted, warn_uncommitted
+from o41.writing.launch import UncommittedWarning, uncommitted, warn_uncommitted
 
 DEFAULT_MARKERS = (".metadata", "commit_success.txt")
 # Files that are parts of a multi-file checkpoint: closing one waits for its marker (DCP's

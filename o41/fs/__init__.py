@@ -1,0 +1,1 @@
+"""``o41://`` as an fsspec filesystem: reading, writing, and the file objects."""

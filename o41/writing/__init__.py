@@ -1,0 +1,1 @@
+"""A job's writes into an artifact: its launch (the open), steps staged and committed, retention."""
