@@ -4,8 +4,8 @@ writer and reader: ``python -m bench.dcp_ranks [--ranks 2] [--mib 256] [--rounds
 torchrun (gloo, CPU) runs ``--ranks`` processes holding a state of 8 MiB tensors sharded
 over them (DTensor), ``--mib`` in all; each turn saves and loads it with
 ``FileSystemWriter``/``FileSystemReader`` on a local directory, then with
-``checkpoint_id="o41://…"`` (DCP picks its fsspec writer and reader; ``o41.dcp`` makes the
-job's shards one version). Times are rank 0's, between barriers; best of the turns.
+``checkpoint_id="o41://…"`` (DCP picks its fsspec writer and reader; ``o41.adapters.dcp``
+makes the job's shards one version). Times are rank 0's, between barriers; best of the turns.
 """
 
 from __future__ import annotations

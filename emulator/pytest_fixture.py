@@ -56,7 +56,7 @@ def _forget_launches() -> None:
     """End the launches of the client (one per artifact the process opened through
     ``o41://``): kept, the next test's open of the same name would write with a token the
     reset forgot. Only when the client was loaded: nothing was opened otherwise."""
-    if "o41.fsrun" in sys.modules:
+    if "o41.writing.registry" in sys.modules:
         import o41
 
         o41.forget_launches()
