@@ -19,7 +19,7 @@ from pathlib import Path
 
 import requests
 
-from emulator.served import EmulatorDidNotStart, ServedEmulator
+from emulator.run.served import EmulatorDidNotStart, ServedEmulator
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "ak_local"
@@ -90,7 +90,7 @@ class Process:
 
 class Emulator:
     """`o41-emulator serve --port 0` on a data dir (the project's one launcher,
-    `emulator.served.ServedEmulator`); `url` is ready once healthy."""
+    `emulator.run.served.ServedEmulator`); `url` is ready once healthy."""
 
     def __init__(self, data_dir: Path, workdir: Path, *extra: str, name: str = "emulator"):
         self.name = name

@@ -1,3 +1,3 @@
-from .cli import main
+from .run.cli import main
 
 main()

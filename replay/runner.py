@@ -24,7 +24,7 @@ from typing import Any
 
 import requests
 
-from emulator.served import EmulatorDidNotStart, ServedEmulator
+from emulator.run.served import EmulatorDidNotStart, ServedEmulator
 
 from .proxy import Call, Recorder, RecordingProxy
 from .scenario import Box, Scenario

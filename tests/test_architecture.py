@@ -4,6 +4,7 @@ pyproject.toml; CI also runs `lint-imports` on its own)."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -81,3 +82,47 @@ def test_client_modules_import_no_circle_type_only_and_in_function_imports_count
         return False
 
     assert [name for name in modules if reaches(name, name)] == []
+
+
+def _layers() -> list[str]:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c for c in contracts["contracts"]
+                 if c["type"] == "layers" and c["containers"] == ["emulator"]]
+    return [name.strip() for layer in layers["layers"]
+            for name in layer.replace("|", ":").split(":")]
+
+
+def test_emulator_layers_are_its_packages_and_every_module_sits_in_one():
+    emulator = ROOT / "emulator"
+    assert {p.name for p in emulator.glob("*.py")} == {"__init__.py", "__main__.py"}
+    packages = {p.parent.name for p in emulator.glob("*/__init__.py")}
+    assert set(_layers()) == packages | {"__main__"}
+
+
+def test_architecture_doc_draws_every_emulator_package_and_module():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    tree = doc.split("## The emulator's layers", 1)[1].split("```", 2)[1]
+    # an entry starts two spaces in; its description goes on in lines indented further
+    entry_lines = re.finditer(r"^  (\S+)(.*(?:\n   +.*)*)", tree, re.M)
+    entries = {m.group(1): m.group(2) for m in entry_lines}
+    for package in sorted((ROOT / "emulator").glob("*/__init__.py")):
+        folder = package.parent
+        entry = entries.get(f"{folder.name}/")
+        assert entry is not None, folder.name
+        for module in folder.glob("*.py"):
+            if module.stem != "__init__":
+                assert re.search(rf"\b{module.stem}\b", entry), f"{folder.name}/{module.name}"
+
+
+def test_project_tests_define_no_fixture_named_like_the_plugins():
+    """The installed plugin's fixtures (emulator/run/pytest_fixture.py) are what a test asking
+    for ``o41_emulator`` gets: no fixture of this project's own shadows them."""
+    plugin = ast.parse((ROOT / "emulator" / "run" / "pytest_fixture.py").read_text())
+    ours = {node.name for node in plugin.body if isinstance(node, ast.FunctionDef)
+            and not node.name.startswith("_")}
+    shadows = [
+        f"{path.relative_to(ROOT)}: {node.name}"
+        for path in [*(ROOT / "tests").rglob("*.py"), ROOT / "conftest.py"]
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and node.name in ours]
+    assert ours >= {"o41_emulator", "o41_emulator_server"} and shadows == []

@@ -25,7 +25,7 @@ SERVER_AND_TEST_STACK = {"flask", "werkzeug", "gunicorn", "minio", "pytest", "hy
 
 # Modules that only the library they plug into imports, through its entry point, so they
 # may import that library: each extra of both distributions declares it.
-PLUGINS = {"fsupath.py": "upath"}  # module name: the extra that declares its library
+PLUGINS = {"upath.py": "upath"}  # module name: the extra that declares its library
 # pytest11 plugins outside the suite: only pytest loads them, so pytest is there already
 PYTEST_PLUGINS = {"pytest_fixture.py"}
 
@@ -82,10 +82,10 @@ def test_replay_harness_and_cli_load_no_flask_app():
     """The harness starts the emulator as a program; the CLI loads the app only to serve;
     the pytest fixture, loaded in every run of every project that installs the package, only
     when a test asks for it."""
-    for module in ("replay.command", "emulator.cli", "emulator.served"):
-        assert loaded(module, SERVER_AND_TEST_STACK | {"emulator.app"}) == [], module
+    for module in ("replay.command", "emulator.run.cli", "emulator.run.served"):
+        assert loaded(module, SERVER_AND_TEST_STACK | {"emulator.web.app"}) == [], module
     # pytest is there already when pytest loads it
-    assert loaded("emulator.pytest_fixture", SERVER_AND_TEST_STACK | {"emulator.app"}) == [
+    assert loaded("emulator.run.pytest_fixture", SERVER_AND_TEST_STACK | {"emulator.web.app"}) == [
         "pytest"]
 
 

@@ -7,7 +7,7 @@ database, a long `IN` list, the database's clock) are functions here, so no stor
 names a dialect. By concern: `schema` (the tables), `engines` (making and bounding
 connections, transactions, the clock, which errors mean "unreachable"), `setup` (making
 the schema, migrating old data dirs) and `dialects` (the forms of a statement that differ).
-Their names are re-exported here; only `emulator.store` and `emulator.hotsql` import it.
+Their names are re-exported here; only `emulator.store` and `emulator.db.hotsql` import it.
 
 SQLite (the default, a file in the data dir): WAL lets readers proceed beside one writer,
 and `BEGIN IMMEDIATE` takes the write lock at the start of an open or a commit, so fencing

@@ -121,7 +121,7 @@ api_keys = Table(
     _text("origin", default="config"),
 )
 # The nodes serving one database, each with the fingerprint of its key settings: a node
-# whose keys differ from a live one's refuses to start (emulator.nodes).
+# whose keys differ from a live one's refuses to start (emulator.state.nodes).
 nodes = Table(
     "nodes", metadata,
     _text("node_id", key=True),

@@ -3,7 +3,7 @@
 `nodes.others_seen_since`, `chaos.locked`, ...).
 
 No module outside `emulator.store` (and the dialect layer under it, `emulator.db` and
-`emulator.hotsql`) imports SQLAlchemy or a driver; an import-linter contract keeps it so.
+`emulator.db.hotsql`) imports SQLAlchemy or a driver; an import-linter contract keeps it so.
 Each function takes the connection of the request (`Backend.conn()`), so its caller decides
 where a transaction begins and ends (`transaction`), and every statement is built once,
 here. The engine, the schema's creation, the database's clock and which of its errors

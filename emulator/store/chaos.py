@@ -1,4 +1,4 @@
-"""The chaos rules as the one JSON row every worker and node reads (`emulator.chaos`
+"""The chaos rules as the one JSON row every worker and node reads (`emulator.state.chaos`
 decides when a rule fires)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, bindparam, select
 
 from .. import db
-from .. import hotsql as hot
+from ..db import hotsql as hot
 
 M = db.meta
 _RULES = select(M.c.value).where(M.c.name == "chaos")
@@ -15,7 +15,7 @@ _REWRITE = M.update().where(M.c.name == "chaos").values(value=bindparam("raw"))
 
 
 def rules(conn: Connection) -> str | None:
-    """The rules' JSON, on every call's hot path (emulator.hotsql); None if never set."""
+    """The rules' JSON, on every call's hot path (emulator.db.hotsql); None if never set."""
     found = hot.first(conn, _RULES, {})
     return (found or {}).get("value")
 

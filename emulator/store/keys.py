@@ -1,4 +1,4 @@
-"""API keys as rows, by the digest of the key (`emulator.keystore` decides what a key may
+"""API keys as rows, by the digest of the key (`emulator.state.keystore` decides what a key may
 do and which origin it keeps): shared by every node on one database."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select
 
 from .. import db
-from .. import hotsql as hot
+from ..db import hotsql as hot
 
 K = db.api_keys
 _SCOPES = (select(K.c.prefix, K.c.access)
@@ -21,7 +21,7 @@ _CONFIG_KEYS = K.delete().where(K.c.origin == "config")
 
 
 def scopes(conn: Connection, key_hash: str) -> list[dict[str, Any]]:
-    """The (prefix, access) rows of a key, on every call's hot path (emulator.hotsql)."""
+    """The (prefix, access) rows of a key, on every call's hot path (emulator.db.hotsql)."""
     return hot.rows(conn, _SCOPES, {"h": key_hash})
 
 

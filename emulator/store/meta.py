@@ -1,5 +1,5 @@
 """The `meta` table's facts of one deployment: the data plane's signing secret (made by
-`db.initialise`) and the storage identity (`emulator.identity` says what it means)."""
+`db.initialise`) and the storage identity (`emulator.rules.identity` says what it means)."""
 
 from __future__ import annotations
 

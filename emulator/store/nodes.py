@@ -1,6 +1,6 @@
 """The nodes serving one database and their key settings' fingerprints, and the lock that
-lets one node's start-up decision go at a time (`emulator.nodes` decides when they
-disagree; `emulator.identity` which storage is the database's)."""
+lets one node's start-up decision go at a time (`emulator.state.nodes` decides when they
+disagree; `emulator.rules.identity` which storage is the database's)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.sql import ColumnElement
 
 from .. import db
-from ..prices import GB
+from ..core.prices import GB
 
 T, V = db.transfers, db.versions
 _ARTIFACTS = select(T.c.artifact).distinct()

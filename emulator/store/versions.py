@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, select
 
 from .. import db
-from .. import hotsql as hot
+from ..db import hotsql as hot
 
 V, VF = db.versions, db.version_files
 Row = Mapping[str, Any]

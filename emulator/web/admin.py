@@ -6,9 +6,9 @@ from dataclasses import asdict
 
 from flask import Blueprint, Response, jsonify, request
 
-from .. import upkeep
-from ..chaos import parse_rules
-from ..errors import Forbidden, Unauthenticated
+from ..core.errors import Forbidden, Unauthenticated
+from ..rules import upkeep
+from ..state.chaos import parse_rules
 from .api import body
 from .context import backend, is_admin_key, presented_admin_key
 

@@ -6,12 +6,12 @@ import json
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from .. import names
-from ..errors import InvalidArgument, PayloadTooLarge
-from ..opening import open_artifact, read_artifact
-from ..retention import delete_version
-from ..usage import RawJSON, read_usage
-from ..versions import commit_version, list_versions, read_version, write_version
+from ..core import names
+from ..core.errors import InvalidArgument, PayloadTooLarge
+from ..rules.opening import open_artifact, read_artifact
+from ..rules.retention import delete_version
+from ..rules.usage import RawJSON, read_usage
+from ..rules.versions import commit_version, list_versions, read_version, write_version
 from .context import backend
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")

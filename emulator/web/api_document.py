@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from .. import openapi
+from ..rules import openapi
 
 bp = Blueprint("openapi", __name__, url_prefix="/api/v1")
 

@@ -10,8 +10,8 @@ import time
 
 from flask import current_app, g, request
 
-from ..backend import Backend
-from ..errors import Unavailable
+from ..core.errors import Unavailable
+from ..state.backend import Backend
 
 
 def backend() -> Backend:

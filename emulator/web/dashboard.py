@@ -1,6 +1,6 @@
 """The dashboard (`/`) and the usage page (`/usage`): server-rendered HTML, no build step.
 
-Reads come from `emulator.dashboard_data`; this module only picks colours, lays out the bar
+Reads come from `emulator.rules.dashboard_data`; this module only picks colours, lays out the bar
 chart and renders the templates. With an admin key configured the pages need it, as
 `/_emulator/state` does: a browser sends it as the password of HTTP Basic auth.
 """
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from flask import Blueprint, render_template, request
 from markupsafe import Markup, escape
 
-from .. import dashboard_data
-from ..cost import human_bytes, usd
-from ..errors import Unauthenticated
-from ..locations import Geography
+from ..core.errors import Unauthenticated
+from ..core.locations import Geography
+from ..rules import dashboard_data
+from ..rules.cost import human_bytes, usd
 from .context import backend, is_admin_key, presented_admin_key
 
 bp = Blueprint("dashboard", __name__)

@@ -16,9 +16,9 @@ from typing import BinaryIO
 from flask import Blueprint, Response, g, jsonify, request
 from werkzeug.wsgi import wrap_file
 
-from .. import uploads, usage
-from ..errors import NotFound, PayloadTooLarge, RangeNotSatisfiable
-from ..filelists import STREAMED
+from ..core.errors import NotFound, PayloadTooLarge, RangeNotSatisfiable
+from ..rules import uploads, usage
+from ..rules.filelists import STREAMED
 from ..storage import ObjectMissing, TooLarge
 from .context import apply_chaos, backend
 

@@ -7,8 +7,8 @@ import logging
 from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from ..errors import ApiError
-from ..outages import as_unavailable
+from ..core.errors import ApiError
+from ..state.outages import as_unavailable
 from ..storage import StorageUnavailable
 
 log = logging.getLogger("o41.emulator")

@@ -93,48 +93,48 @@ def files_of(emu: Emulator, location: str, version: str) -> list[str]:
 # Two ranks in the fast tier, three in the slow one (19 s more of torchrun).
 @pytest.mark.parametrize("ranks", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_every_rank_shards_and_metadata_are_one_version_and_load_exact(
-        o41_emulator: Emulator, o41_location: str, ranks: int) -> None:
-    env = o41_emulator.client_env(O41_MODE="write")
+        served_emulator: Emulator, o41_location: str, ranks: int) -> None:
+    env = served_emulator.client_env(O41_MODE="write")
     with torchrun(env, ranks, o41_location, "--steps", "4", "--every", "2") as first:
         assert first.finish() == 0, first.output()
-    found = versions(o41_emulator.api, o41_emulator.key, o41_location)
+    found = versions(served_emulator.api, served_emulator.key, o41_location)
     assert [(v["version"], v["epoch"]) for v in found] == [("step-00000002", 1),
                                                            ("step-00000004", 1)]
-    assert files_of(o41_emulator, o41_location, "step-00000004") == [
+    assert files_of(served_emulator, o41_location, "step-00000004") == [
         ".metadata", *(f"__{r}_0.distcp" for r in range(ranks))]
     with torchrun(env, ranks, o41_location, "--steps", "6", "--every", "2") as again:
         assert again.finish() == 0, again.output()
     for r in range(ranks):  # each rank checked every element it loaded
         assert f"rank {r} resumed-at 4" in again.lines
-    assert [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
+    assert [v["step"] for v in versions(served_emulator.api, served_emulator.key, o41_location)] \
         == [2, 4, 6]
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 2
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 2
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ranks", [2, 3])
-def test_rank_killed_mid_save_leaves_the_previous_latest(o41_emulator: Emulator,
+def test_rank_killed_mid_save_leaves_the_previous_latest(served_emulator: Emulator,
                                                          o41_location: str, ranks: int) -> None:
-    env = o41_emulator.client_env(O41_MODE="write")
+    env = served_emulator.client_env(O41_MODE="write")
     with torchrun(env, ranks, o41_location, "--steps", "4", "--every", "2",
                   "--hang-rank", "1", "--hang-at", "4") as job:
         job.wait_line(r"^rank 1 mid-save$")
         os.kill(job.pids()[1], signal.SIGKILL)
         assert job.finish() != 0
-    assert [v["version"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
-        == ["step-00000002"]
+    listed = versions(served_emulator.api, served_emulator.key, o41_location)
+    assert [v["version"] for v in listed] == ["step-00000002"]
     with torchrun(env, ranks, o41_location, "--steps", "4", "--every", "2") as relaunch:
         assert relaunch.finish() == 0, relaunch.output()
     assert "rank 1 resumed-at 2" in relaunch.lines
-    assert [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
+    assert [v["step"] for v in versions(served_emulator.api, served_emulator.key, o41_location)] \
         == [2, 4]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_zombie_job_woken_after_its_relaunch_stops_on_every_rank(
-        o41_emulator: Emulator, o41_location: str, ranks: int) -> None:
-    env = o41_emulator.client_env(O41_MODE="write", O41_FENCE_CHECK="0.5")
+        served_emulator: Emulator, o41_location: str, ranks: int) -> None:
+    env = served_emulator.client_env(O41_MODE="write", O41_FENCE_CHECK="0.5")
     with torchrun(env, ranks, o41_location, "--steps", "8", "--every", "2",
                   "--hold-after", "2") as zombie:
         for r in range(ranks):
@@ -149,17 +149,17 @@ def test_zombie_job_woken_after_its_relaunch_stops_on_every_rank(
     fenced = [ln for ln in zombie.lines if "o41: fenced: " in ln]
     assert len(fenced) == ranks, zombie.output()  # one line from each rank, each exit 8
     assert re.search(r"exitcode\s*:\s*8", zombie.output()), zombie.output()
-    assert [(v["step"], v["epoch"]) for v in versions(o41_emulator.api, o41_emulator.key,
+    assert [(v["step"], v["epoch"]) for v in versions(served_emulator.api, served_emulator.key,
                                                       o41_location)] == [(2, 1), (4, 2)]
 
 
 @pytest.mark.slow
 def test_loads_of_latest_by_two_ranks_racing_a_two_rank_writer_never_mix(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    env = o41_emulator.client_env(O41_MODE="write")
+        served_emulator: Emulator, o41_location: str) -> None:
+    env = served_emulator.client_env(O41_MODE="write")
     with torchrun(env, 2, o41_location, "--steps", "1000", "--every", "1") as writer:
         writer.wait_line(r"^rank 0 saved 1$")
-        with torchrun(o41_emulator.client_env(), 2, o41_location, "--loads", "100",
+        with torchrun(served_emulator.client_env(), 2, o41_location, "--loads", "100",
                       script="dcp_rank_loads.py") as reader:
             assert reader.finish() == 0, reader.output()
         assert writer.proc.poll() is None, writer.output()  # it committed all along
@@ -168,13 +168,13 @@ def test_loads_of_latest_by_two_ranks_racing_a_two_rank_writer_never_mix(
     assert int(done.group(2)) > 1, reader.output()  # the loads did race commits
 
 
-def test_o41_run_in_front_of_torchrun_is_the_jobs_one_open(o41_emulator: Emulator,
+def test_o41_run_in_front_of_torchrun_is_the_jobs_one_open(served_emulator: Emulator,
                                                            o41_location: str) -> None:
-    env = o41_emulator.client_env()
+    env = served_emulator.client_env()
     with torchrun(env, 2, o41_location, "--steps", "2", "--every", "2",
                   launcher=o41_launcher(o41_location)) as job:
         assert job.finish() == 0, job.output()
     assert "o41 run: opened" in job.output()
-    assert [(v["step"], v["epoch"]) for v in versions(o41_emulator.api, o41_emulator.key,
+    assert [(v["step"], v["epoch"]) for v in versions(served_emulator.api, served_emulator.key,
                                                       o41_location)] == [(2, 1)]
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 1

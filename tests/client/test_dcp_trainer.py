@@ -98,21 +98,21 @@ def test_fenced_save_raises_checkpoint_exception_carrying_fenced(o41_env: Emulat
 
 @pytest.mark.slow
 def test_zombie_under_o41_run_is_stopped_and_none_of_its_later_steps_show(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     args = (o41_location, "--steps", "400", "--every", "5")
-    zombie = start(o41_emulator.client_env(), "dcp_train.py", *args, "--sleep", "0.05",
+    zombie = start(served_emulator.client_env(), "dcp_train.py", *args, "--sleep", "0.05",
                    launcher=o41_launcher(o41_location))
     zombie.wait_line(r"^step 7$")
     zombie.pause()
-    old = artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"]
-    relaunch = start(o41_emulator.client_env(), "dcp_train.py", *args, "--sleep", "0.5",
+    old = artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"]
+    relaunch = start(served_emulator.client_env(), "dcp_train.py", *args, "--sleep", "0.5",
                      launcher=o41_launcher(o41_location))
     assert relaunch.wait_line(r"^resumed-at (\d+)").group(1) == "5"  # fenced at launch
     zombie.resume()
     assert zombie.finish() == 8, zombie.output()
     assert zombie.wait_line(r"fenced: .* at epoch (\d+)").group(1) == str(old + 1)
     relaunch.kill()
-    later = [v for v in versions(o41_emulator.api, o41_emulator.key, o41_location)
+    later = [v for v in versions(served_emulator.api, served_emulator.key, o41_location)
              if v["epoch"] == old and v["step"] > 5]
     assert later == []
-    wait_for_version(o41_emulator.api, o41_emulator.key, o41_location, 5)
+    wait_for_version(served_emulator.api, served_emulator.key, o41_location, 5)

@@ -27,8 +27,8 @@ class O41Fixtures(AbstractFixtures):
     (versions are immutable), fresh names keep the tests apart."""
 
     @pytest.fixture
-    def fs(self, o41_emulator: Emulator) -> Any:
-        return fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
+    def fs(self, served_emulator: Emulator) -> Any:
+        return fsspec.filesystem("o41", api_url=served_emulator.api, api_key=served_emulator.key,
                                  place="aws/us-east-1", skip_instance_cache=True)
 
     @pytest.fixture

@@ -52,9 +52,9 @@ def test_fsspec_open_latest_reads_latest_committed_version(o41_env: Emulator,
     assert fs.cat_file(f"{o41_location}/step-00000001/commit_success.txt") == b"old"
 
 
-def test_transaction_files_become_exactly_one_version(o41_emulator: Emulator,
+def test_transaction_files_become_exactly_one_version(served_emulator: Emulator,
                                                       o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     step = f"{o41_location}/step-00000100"
     with fs.transaction:
         with fs.open(f"{step}/model.bin", "wb") as f:
@@ -66,9 +66,9 @@ def test_transaction_files_become_exactly_one_version(o41_emulator: Emulator,
     assert fs.info(f"{step}/model.bin")["sha256"] == hashlib.sha256(b"m" * 3_000_000).hexdigest()
 
 
-def test_transaction_left_by_exception_commits_nothing(o41_emulator: Emulator,
+def test_transaction_left_by_exception_commits_nothing(served_emulator: Emulator,
                                                        o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     with pytest.raises(RuntimeError), fs.transaction:
         fs.pipe_file(f"{o41_location}/step-00000001/a.bin", b"a")
         raise RuntimeError("trainer crashed mid-checkpoint")
@@ -76,8 +76,8 @@ def test_transaction_left_by_exception_commits_nothing(o41_emulator: Emulator,
 
 
 def test_fenced_transaction_raises_permission_error_and_leaves_nothing(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    zombie, newer = make_fs(o41_emulator), make_fs(o41_emulator)
+        served_emulator: Emulator, o41_location: str) -> None:
+    zombie, newer = make_fs(served_emulator), make_fs(served_emulator)
     zombie.pipe_file(f"{o41_location}/step-00000001/commit_success.txt", b"1")
     newer.run(o41_location)  # a newer launch opens the artifact: the zombie is fenced
     with pytest.raises(PermissionError) as info, zombie.transaction:
@@ -88,12 +88,12 @@ def test_fenced_transaction_raises_permission_error_and_leaves_nothing(
     assert zombie.uncommitted() == []
 
 
-def test_put_directory_is_one_version(o41_emulator: Emulator, o41_location: str,
+def test_put_directory_is_one_version(served_emulator: Emulator, o41_location: str,
                                       tmp_path: Path) -> None:
     (tmp_path / "ckpt" / "sub").mkdir(parents=True)
     (tmp_path / "ckpt" / "a.bin").write_bytes(b"a" * 2_000_000)
     (tmp_path / "ckpt" / "sub" / "b.bin").write_bytes(b"b")
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     fs.put(f"{tmp_path}/ckpt/", f"{o41_location}/step-00000007/", recursive=True)
     assert versions(fs, o41_location) == ["step-00000007"]
     out = tmp_path / "back"
@@ -102,9 +102,9 @@ def test_put_directory_is_one_version(o41_emulator: Emulator, o41_location: str,
     assert (out / "sub" / "b.bin").read_bytes() == b"b"
 
 
-def test_dcp_style_metadata_renamed_last_commits_the_step(o41_emulator: Emulator,
+def test_dcp_style_metadata_renamed_last_commits_the_step(served_emulator: Emulator,
                                                           o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     step = f"{o41_location}/step-00000003"
     for rank in range(2):
         with fs.open(f"{step}/__{rank}_0.distcp", "wb") as f:
@@ -119,9 +119,9 @@ def test_dcp_style_metadata_renamed_last_commits_the_step(o41_emulator: Emulator
         f"{step[6:]}/.metadata", f"{step[6:]}/__0_0.distcp", f"{step[6:]}/__1_0.distcp"]
 
 
-def test_marker_cut_short_by_exception_commits_nothing(o41_emulator: Emulator,
+def test_marker_cut_short_by_exception_commits_nothing(served_emulator: Emulator,
                                                        o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     fs.pipe_file(f"{o41_location}/step-00000001/array.distcp", b"x")
     with pytest.raises(OSError), fs.open(f"{o41_location}/step-00000001/commit_success.txt",
                                          "wb") as f:
@@ -132,29 +132,29 @@ def test_marker_cut_short_by_exception_commits_nothing(o41_emulator: Emulator,
         assert fs.discard_uncommitted() == [f"{o41_location}/step-00000001"]
 
 
-def test_configured_marker_commits_on_close(o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator, markers=["*.ckpt"])
+def test_configured_marker_commits_on_close(served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator, markers=["*.ckpt"])
     fs.pipe_file(f"{o41_location}/step-00000005/model.ckpt", b"lightning")
     assert versions(fs, o41_location) == ["step-00000005"]
 
 
 def test_step_without_commit_signal_is_named_at_exit_and_never_visible(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     script = ("import fsspec, sys\n"
               "fs = fsspec.filesystem('o41')\n"
               f"fs.pipe_file('{o41_location}/step-00000009/shard.distcp', b'no marker')\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, env=client_env(o41_emulator))
+                          text=True, timeout=60, env=client_env(served_emulator))
     assert proc.returncode == 0, proc.stderr
     assert "UncommittedWarning" in proc.stderr
     assert f"{o41_location}/step-00000009 was written (shard.distcp) but never committed" \
         in proc.stderr
-    assert versions(make_fs(o41_emulator), o41_location) == []
+    assert versions(make_fs(served_emulator), o41_location) == []
 
 
-def test_cat_file_honours_start_and_end(o41_emulator: Emulator, o41_location: str) -> None:
+def test_cat_file_honours_start_and_end(served_emulator: Emulator, o41_location: str) -> None:
     data = os.urandom(5 * 1024 * 1024 + 17)
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     fs.pipe_file(f"{o41_location}/step-00000001/commit_success.txt", data)
     path = f"{o41_location}/latest/commit_success.txt"
     assert fs.cat_file(path) == data
@@ -165,38 +165,38 @@ def test_cat_file_honours_start_and_end(o41_emulator: Emulator, o41_location: st
         assert f.read(100) == data[4_000_000:4_000_100]
 
 
-def test_reader_never_opens_so_never_fences_the_writer(o41_emulator: Emulator,
+def test_reader_never_opens_so_never_fences_the_writer(served_emulator: Emulator,
                                                        o41_location: str) -> None:
-    writer, reader = make_fs(o41_emulator), make_fs(o41_emulator)
+    writer, reader = make_fs(served_emulator), make_fs(served_emulator)
     writer.pipe_file(f"{o41_location}/step-00000001/commit_success.txt", b"1")
     assert reader.cat_file(f"{o41_location}/latest/commit_success.txt") == b"1"
     writer.pipe_file(f"{o41_location}/step-00000002/commit_success.txt", b"2")
     assert versions(reader, o41_location) == ["step-00000001", "step-00000002"]
 
 
-def test_fresh_open_on_artifact_with_checkpoints_is_refused(o41_emulator: Emulator,
+def test_fresh_open_on_artifact_with_checkpoints_is_refused(served_emulator: Emulator,
                                                             o41_location: str) -> None:
-    make_fs(o41_emulator).pipe_file(f"{o41_location}/step-00000001/commit_success.txt", b"1")
-    fresh = make_fs(o41_emulator, resume=None)
+    make_fs(served_emulator).pipe_file(f"{o41_location}/step-00000001/commit_success.txt", b"1")
+    fresh = make_fs(served_emulator, resume=None)
     with pytest.raises(o41.HasCheckpoints) as info:
         fresh.open(f"{o41_location}/step-00000002/commit_success.txt", "wb")
     assert info.value.status == 409 and info.value.code == "has_checkpoints"
 
 
-def test_fork_option_starts_a_new_artifact_from_a_checkpoint(o41_emulator: Emulator,
+def test_fork_option_starts_a_new_artifact_from_a_checkpoint(served_emulator: Emulator,
                                                              o41_location: str) -> None:
     source = f"{o41_location}/step-00000001"
-    make_fs(o41_emulator).pipe_file(f"{source}/commit_success.txt", b"1")
-    fork = make_fs(o41_emulator, resume=source)
+    make_fs(served_emulator).pipe_file(f"{source}/commit_success.txt", b"1")
+    fork = make_fs(served_emulator, resume=source)
     target = o41_location + "-fork"
     fork.pipe_file(f"{target}/step-00000002/commit_success.txt", b"2")
     assert fork.run(target).resume_from.version == "step-00000001"
     assert versions(fork, target) == ["step-00000002"]
 
 
-def test_latest_cannot_be_removed_nor_a_committed_file_renamed(o41_emulator: Emulator,
+def test_latest_cannot_be_removed_nor_a_committed_file_renamed(served_emulator: Emulator,
                                                                o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     path = f"{o41_location}/step-00000001/commit_success.txt"
     fs.pipe_file(path, b"1")
     with pytest.raises(o41.IsLatest, match="is_latest"):
@@ -207,14 +207,14 @@ def test_latest_cannot_be_removed_nor_a_committed_file_renamed(o41_emulator: Emu
 
 
 @pytest.mark.parametrize("path", ["latest/model.bin", "model.bin", "sub/model.bin"])
-def test_writes_outside_a_version_are_refused(o41_emulator: Emulator, o41_location: str,
+def test_writes_outside_a_version_are_refused(served_emulator: Emulator, o41_location: str,
                                               path: str) -> None:
     with pytest.raises((ValueError, FileNotFoundError)):
-        make_fs(o41_emulator).open(f"{o41_location}/{path}", "wb")
+        make_fs(served_emulator).open(f"{o41_location}/{path}", "wb")
 
 
-def test_missing_paths_are_file_not_found(o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+def test_missing_paths_are_file_not_found(served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator)
     fs.pipe_file(f"{o41_location}/step-00000001/commit_success.txt", b"1")
     for missing in (f"{o41_location}/step-00000002/x", f"{o41_location}/latest/nope",
                     f"{o41_location}-none/latest/x"):
@@ -224,9 +224,9 @@ def test_missing_paths_are_file_not_found(o41_emulator: Emulator, o41_location: 
     assert fs.isdir(f"{o41_location}/step-00000001")
 
 
-def test_marker_left_unclosed_by_a_crash_commits_nothing(o41_emulator: Emulator,
+def test_marker_left_unclosed_by_a_crash_commits_nothing(served_emulator: Emulator,
                                                         o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     fs.pipe_file(f"{o41_location}/step-00000001/shard.distcp", b"x")
     f = fs.open(f"{o41_location}/step-00000001/.metadata", "wb")
     f.write(b"torn")

@@ -39,14 +39,14 @@ def steps(emu: Emulator, location: str) -> list[int]:
 
 
 def test_with_commit_after_zero_each_file_closed_outside_a_transaction_is_visible_after_close(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator, commit_after=0)
+        served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator, commit_after=0)
     with fs.open(f"{o41_location}/step-00000001/model.pt", "wb") as f:
         f.write(b"weights")
     assert fs.exists(f"{o41_location}/step-00000001/model.pt")
     fs.pipe(f"{o41_location}/step-00000002/state.json", b"{}")
     fs.touch(f"{o41_location}/step-00000003/done")
-    assert steps(o41_emulator, o41_location) == [1, 2, 3]
+    assert steps(served_emulator, o41_location) == [1, 2, 3]
     assert fs.cat(f"{o41_location}/latest/done") == b""
 
 
@@ -59,8 +59,8 @@ def test_torch_save_into_fsspec_open_commits(o41_env: Emulator, o41_location: st
 
 
 def test_second_single_file_of_a_committed_step_fails_loudly_naming_the_remedy(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+        served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator)
     fs.pipe(f"{o41_location}/step-00000001/model.pt", b"m")
     fs.commit_pending()
     with pytest.raises(o41.VersionExists, match=r"5 s \(commit_after.*fs\.transaction") as info:
@@ -71,13 +71,13 @@ def test_second_single_file_of_a_committed_step_fails_loudly_naming_the_remedy(
 
 
 def test_file_at_the_top_goes_to_the_step_in_its_name_and_last_reads_the_latest(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+        served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator)
     fs.pipe(f"{o41_location}/epoch=0-step=10.ckpt", b"ten")
     fs.pipe(f"{o41_location}/epoch=0-step=20.ckpt", b"twenty")
-    assert steps(o41_emulator, o41_location) == [10]  # committed by the write of a later step
+    assert steps(served_emulator, o41_location) == [10]  # committed by the write of a later step
     fs.commit_pending()
-    assert steps(o41_emulator, o41_location) == [10, 20]
+    assert steps(served_emulator, o41_location) == [10, 20]
     assert fs.cat(f"{o41_location}/epoch=0-step=10.ckpt") == b"ten"
     with pytest.raises(ValueError, match="needs a step"):
         fs.open(f"{o41_location}/last.ckpt", "wb")
@@ -86,8 +86,8 @@ def test_file_at_the_top_goes_to_the_step_in_its_name_and_last_reads_the_latest(
 
 
 def test_latest_is_held_until_a_marker_open_a_listing_or_invalidate_cache(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    writer, reader = make_fs(o41_emulator), make_fs(o41_emulator, mode="read")
+        served_emulator: Emulator, o41_location: str) -> None:
+    writer, reader = make_fs(served_emulator), make_fs(served_emulator, mode="read")
     writer.pipe(f"{o41_location}/step-00000001/.metadata", b"1")
     assert reader.cat(f"{o41_location}/latest/.metadata") == b"1"
     writer.pipe(f"{o41_location}/step-00000002/x.bin", b"2")
@@ -100,37 +100,37 @@ def test_latest_is_held_until_a_marker_open_a_listing_or_invalidate_cache(
     assert reader.cat(f"{o41_location}/latest/.metadata") == b"3"  # a marker: a new load
 
 
-def test_reader_mode_never_opens_and_refuses_writes(o41_emulator: Emulator,
+def test_reader_mode_never_opens_and_refuses_writes(served_emulator: Emulator,
                                                     o41_location: str) -> None:
-    writer = make_fs(o41_emulator)
+    writer = make_fs(served_emulator)
     writer.pipe(f"{o41_location}/step-00000001/a", b"a")
     writer.commit_pending()
-    epoch = artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"]
-    reader = make_fs(o41_emulator, mode="read")
+    epoch = artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"]
+    reader = make_fs(served_emulator, mode="read")
     assert reader.ls(o41_location, detail=False) == [f"{o41_location[6:]}/step-00000001"]
     with pytest.raises(ValueError, match="only reads"):
         reader.pipe(f"{o41_location}/step-00000002/a", b"a")
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == epoch
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == epoch
 
 
 def test_write_mode_opens_at_the_first_touch_so_the_old_box_is_fenced_before_a_read(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    old = make_fs(o41_emulator)
+        served_emulator: Emulator, o41_location: str) -> None:
+    old = make_fs(served_emulator)
     old.pipe(f"{o41_location}/step-00000001/a", b"a")
     old.commit_pending()
-    relaunch = make_fs(o41_emulator, mode="write")
+    relaunch = make_fs(served_emulator, mode="write")
     assert relaunch.cat(f"{o41_location}/latest/a") == b"a"  # opened before this read
     with pytest.raises(o41.Fenced):
         old.pipe(f"{o41_location}/step-00000002/a", b"late")
-    assert steps(o41_emulator, o41_location) == [1]
+    assert steps(served_emulator, o41_location) == [1]
 
 
-def test_instances_of_many_threads_share_one_open(o41_emulator: Emulator,
+def test_instances_of_many_threads_share_one_open(served_emulator: Emulator,
                                                   o41_location: str) -> None:
     holder = f"one-launch-{secrets.token_hex(3)}"
 
     def save(step: int) -> None:  # fsspec makes one instance per thread
-        fs = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
+        fs = fsspec.filesystem("o41", api_url=served_emulator.api, api_key=served_emulator.key,
                                holder=holder)
         fs.pipe(f"{o41_location}/step-{step:08d}/a", b"a")
 
@@ -138,37 +138,37 @@ def test_instances_of_many_threads_share_one_open(o41_emulator: Emulator,
         thread = threading.Thread(target=save, args=(step,))
         thread.start()
         thread.join()
-    assert {v["epoch"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)} \
+    assert {v["epoch"] for v in versions(served_emulator.api, served_emulator.key, o41_location)} \
         == {1}
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 1
 
 
 @pytest.mark.parametrize("version", ["step-٠٠٠٠٠٠٠٥", "step-0000000５", "step-123456789"])
-def test_version_names_take_ascii_digits_only(o41_emulator: Emulator, o41_location: str,
+def test_version_names_take_ascii_digits_only(served_emulator: Emulator, o41_location: str,
                                               version: str) -> None:
     with pytest.raises(ValueError):
-        make_fs(o41_emulator).pipe(f"{o41_location}/{version}/a", b"a")
+        make_fs(served_emulator).pipe(f"{o41_location}/{version}/a", b"a")
     with pytest.raises(ValueError):
         o41.Location.parse(f"{o41_location}/{version}")
-    assert steps(o41_emulator, o41_location) == []
+    assert steps(served_emulator, o41_location) == []
 
 
-def test_o41_run_holds_the_open_for_its_command(o41_emulator: Emulator,
+def test_o41_run_holds_the_open_for_its_command(served_emulator: Emulator,
                                                 o41_location: str) -> None:
     script = ("import fsspec; fs = fsspec.filesystem('o41');"
               f"fs.pipe('{o41_location}/step-00000001/a', b'a')")
     done = subprocess.run([str(Path(sys.executable).with_name("o41")), "run", o41_location,
                            "--", sys.executable, "-c", script], cwd=REPO, timeout=120,
-                          capture_output=True, text=True, env=o41_emulator.client_env())
+                          capture_output=True, text=True, env=served_emulator.client_env())
     assert done.returncode == 0, done.stderr
     assert f"o41 run: opened {o41_location} at epoch 1" in done.stderr
-    assert [v["epoch"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
+    assert [v["epoch"] for v in versions(served_emulator.api, served_emulator.key, o41_location)] \
         == [1]
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 1
 
 
 def test_fenced_process_exits_8_with_one_line_naming_the_newer_holder(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     script = ("import fsspec, o41\n"
               "fs = fsspec.filesystem('o41')\n"
               f"fs.pipe('{o41_location}/step-00000001/a', b'a')\n"
@@ -180,9 +180,9 @@ def test_fenced_process_exits_8_with_one_line_naming_the_newer_holder(
               "    pass  # what Lightning's _atomic_save does\n"
               "print('trained on')\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, timeout=120,
-                          capture_output=True, text=True, env=o41_emulator.client_env())
+                          capture_output=True, text=True, env=served_emulator.client_env())
     assert done.returncode == 8
     assert "trained on" not in done.stdout
     fenced = [ln for ln in done.stderr.splitlines() if ln.startswith("o41: fenced: ")]
     assert len(fenced) == 1 and "holder 'the-relaunch' at epoch 2" in fenced[0]
-    assert steps(o41_emulator, o41_location) == [1]
+    assert steps(served_emulator, o41_location) == [1]

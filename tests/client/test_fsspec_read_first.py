@@ -30,8 +30,8 @@ def steps(emu: Emulator, location: str) -> list[tuple[int, str]]:
 
 
 def test_zombie_commit_between_the_read_and_the_first_save_stops_the_relaunch(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    zombie, relaunch = make_fs(o41_emulator, "zombie"), make_fs(o41_emulator, "relaunch")
+        served_emulator: Emulator, o41_location: str) -> None:
+    zombie, relaunch = make_fs(served_emulator, "zombie"), make_fs(served_emulator, "relaunch")
     zombie.pipe(f"{o41_location}/step-00000001/model.pt", b"one")
     assert relaunch.cat(f"{o41_location}/latest/model.pt") == b"one"  # the resume's read
     zombie.pipe(f"{o41_location}/step-00000002/model.pt", b"zombie's two")  # woken up
@@ -43,24 +43,24 @@ def test_zombie_commit_between_the_read_and_the_first_save_stops_the_relaunch(
     assert "o41 run" in message and "O41_MODE=write" in message
     with pytest.raises(o41.Fenced):  # the zombie is fenced by the relaunch's open
         zombie.pipe(f"{o41_location}/step-00000003/model.pt", b"late")
-    assert [s for s, _ in steps(o41_emulator, o41_location)] == [1, 2]
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 2
+    assert [s for s, _ in steps(served_emulator, o41_location)] == [1, 2]
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 2
 
 
 def test_relaunch_that_read_the_latest_saves_when_nothing_moved(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    old, relaunch = make_fs(o41_emulator, "old"), make_fs(o41_emulator, "relaunch")
+        served_emulator: Emulator, o41_location: str) -> None:
+    old, relaunch = make_fs(served_emulator, "old"), make_fs(served_emulator, "relaunch")
     old.pipe(f"{o41_location}/step-00000001/model.pt", b"one")
     assert relaunch.ls(o41_location, detail=False)[-1].endswith("step-00000001")
     relaunch.pipe(f"{o41_location}/step-00000002/model.pt", b"two")
-    assert [s for s, _ in steps(o41_emulator, o41_location)] == [1, 2]
+    assert [s for s, _ in steps(served_emulator, o41_location)] == [1, 2]
     with pytest.raises(o41.Fenced):
         old.pipe(f"{o41_location}/step-00000003/model.pt", b"late")
 
 
-def test_relaunch_caught_so_exits_8_with_one_line(o41_emulator: Emulator,
+def test_relaunch_caught_so_exits_8_with_one_line(served_emulator: Emulator,
                                                   o41_location: str) -> None:
-    zombie = make_fs(o41_emulator, "zombie")
+    zombie = make_fs(served_emulator, "zombie")
     zombie.pipe(f"{o41_location}/step-00000001/model.pt", b"one")
     script = f"""
 import sys, fsspec
@@ -72,7 +72,7 @@ fs.pipe("{o41_location}/step-00000002/model.pt", b"two")
 print("trained on")
 """
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, text=True,
-                            env=o41_emulator.client_env(), stdin=subprocess.PIPE,
+                            env=served_emulator.client_env(), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == "read\n"
     zombie.pipe(f"{o41_location}/step-00000002/model.pt", b"zombie's two")

@@ -32,9 +32,9 @@ def stored_bytes(fs: fsspec.AbstractFileSystem, location: str) -> int:
     return sum(int(v["size"]) for v in fs.api.list_versions(location[len("o41://"):]))
 
 
-def test_rm_of_a_version_that_is_not_the_latest_deletes_it(o41_emulator: Emulator,
+def test_rm_of_a_version_that_is_not_the_latest_deletes_it(served_emulator: Emulator,
                                                            o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     for step in (1, 2, 3):
         fs.pipe_file(f"{o41_location}/step-{step}/model.pt", b"m" * 100)
     fs.commit_pending()
@@ -44,14 +44,14 @@ def test_rm_of_a_version_that_is_not_the_latest_deletes_it(o41_emulator: Emulato
     assert names(fs, o41_location) == ["step-00000003"]
     assert stored_bytes(fs, o41_location) == before - 200
     with pytest.raises(FileNotFoundError):
-        make_fs(o41_emulator).cat_file(f"{o41_location}/step-00000001/model.pt")
+        make_fs(served_emulator).cat_file(f"{o41_location}/step-00000001/model.pt")
     with pytest.raises(FileNotFoundError):
         fs.rm(f"{o41_location}/step-1", recursive=True)
 
 
-def test_rm_of_the_latest_is_refused_with_is_latest_and_keeps_it(o41_emulator: Emulator,
+def test_rm_of_the_latest_is_refused_with_is_latest_and_keeps_it(served_emulator: Emulator,
                                                                  o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     fs.pipe_file(f"{o41_location}/step-1/model.pt", b"m")
     fs.pipe_file(f"{o41_location}/step-2/model.pt", b"m")
     fs.commit_pending()
@@ -64,18 +64,18 @@ def test_rm_of_the_latest_is_refused_with_is_latest_and_keeps_it(o41_emulator: E
     assert names(fs, o41_location) == ["step-00000001", "step-00000002"]
 
 
-def test_rm_of_the_artifact_removes_nothing_and_names_what_works(o41_emulator: Emulator,
+def test_rm_of_the_artifact_removes_nothing_and_names_what_works(served_emulator: Emulator,
                                                                  o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     fs.pipe_file(f"{o41_location}/step-1/model.pt", b"m")
     with pytest.raises(o41.Immutable, match=r"fs\.rm\('o41://.*/step-100', recursive=True\)"):
         fs.rm(o41_location, recursive=True)
     assert names(fs, o41_location) == ["step-00000001"]
 
 
-def test_rm_of_each_file_of_a_version_deletes_it_with_the_last(o41_emulator: Emulator,
+def test_rm_of_each_file_of_a_version_deletes_it_with_the_last(served_emulator: Emulator,
                                                                o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     fs.pipe({f"{o41_location}/step-1/model.pt": b"m", f"{o41_location}/step-1/optim.pt": b"o"})
     fs.pipe_file(f"{o41_location}/step-2/model.pt", b"m")
     fs.rm(f"{o41_location}/step-1/model.pt")
@@ -85,22 +85,22 @@ def test_rm_of_each_file_of_a_version_deletes_it_with_the_last(o41_emulator: Emu
 
 
 def test_rm_by_a_process_that_only_read_is_refused_and_names_who_deletes(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    writer = make_fs(o41_emulator)
+        served_emulator: Emulator, o41_location: str) -> None:
+    writer = make_fs(served_emulator)
     writer.pipe_file(f"{o41_location}/step-1/model.pt", b"m")
     writer.pipe_file(f"{o41_location}/step-2/model.pt", b"m")
-    reader = make_fs(o41_emulator)
+    reader = make_fs(served_emulator)
     assert reader.cat_file(f"{o41_location}/step-1/model.pt") == b"m"
     with pytest.raises(PermissionError, match="holds none .* process that writes"):
         reader.rm(f"{o41_location}/step-1", recursive=True)
     assert names(writer, o41_location) == ["step-00000001", "step-00000002"]
 
 
-def test_fenced_zombie_deletes_nothing(o41_emulator: Emulator, o41_location: str) -> None:
-    zombie = make_fs(o41_emulator)
+def test_fenced_zombie_deletes_nothing(served_emulator: Emulator, o41_location: str) -> None:
+    zombie = make_fs(served_emulator)
     zombie.pipe_file(f"{o41_location}/step-1/model.pt", b"m")
     zombie.commit_pending()
-    relaunch = make_fs(o41_emulator)
+    relaunch = make_fs(served_emulator)
     relaunch.pipe_file(f"{o41_location}/step-2/model.pt", b"m")
     relaunch.commit_pending()
     with pytest.raises(o41.Fenced):
@@ -108,13 +108,13 @@ def test_fenced_zombie_deletes_nothing(o41_emulator: Emulator, o41_location: str
     assert names(relaunch, o41_location) == ["step-00000001", "step-00000002"]
 
 
-def test_load_begun_before_the_delete_completes(o41_emulator: Emulator,
+def test_load_begun_before_the_delete_completes(served_emulator: Emulator,
                                                 o41_location: str) -> None:
-    writer = make_fs(o41_emulator)
+    writer = make_fs(served_emulator)
     payload = secrets.token_bytes(3 * 1024 * 1024)
     writer.pipe_file(f"{o41_location}/step-1/model.pt", payload)
     writer.pipe_file(f"{o41_location}/step-2/model.pt", b"m")
-    reader = make_fs(o41_emulator, block_size=1024 * 1024)
+    reader = make_fs(served_emulator, block_size=1024 * 1024)
     with reader.open(f"{o41_location}/step-1/model.pt", "rb", block_size=1024 * 1024) as f:
         head = f.read(1024)  # the load has begun: its URLs are signed
         writer.rm(f"{o41_location}/step-1", recursive=True)
@@ -122,10 +122,10 @@ def test_load_begun_before_the_delete_completes(o41_emulator: Emulator,
         assert head + f.read() == payload
 
 
-def test_keep_the_last_k_loop_bounds_the_store(o41_emulator: Emulator, o41_location: str
+def test_keep_the_last_k_loop_bounds_the_store(served_emulator: Emulator, o41_location: str
                                                ) -> None:
     """The loop as written for s3: save a step, then remove all but the newest k."""
-    fs, keep, size = make_fs(o41_emulator), 2, 1000
+    fs, keep, size = make_fs(served_emulator), 2, 1000
     peak = 0
     for step in range(1, 9):
         fs.pipe_file(f"{o41_location}/step-{step}/model.pt", bytes(size))

@@ -68,11 +68,11 @@ def test_dcp_save_into_step_1_is_version_step_00000001_and_loads_back(
     assert torch.equal(loaded["w"], state["w"])
 
 
-def test_last_step_found_as_torchtitan_finds_it(o41_emulator: Emulator,
+def test_last_step_found_as_torchtitan_finds_it(served_emulator: Emulator,
                                                 o41_location: str) -> None:
     """torchtitan's ``_find_load_step``: the basenames of ``fs.ls``, ``step-(\\d+)``, then a
     ``.metadata`` inside ``step-{n}``."""
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     for step in (5, 10, 20):
         fs.pipe_file(f"{o41_location}/step-{step}/.metadata", b"m")
     steps = [int(m.group(1)) for p in fs.ls(o41_location, detail=False)
@@ -82,8 +82,8 @@ def test_last_step_found_as_torchtitan_finds_it(o41_emulator: Emulator,
 
 
 def test_write_into_a_committed_unpadded_step_is_refused_with_its_padded_name(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+        served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator)
     fs.pipe_file(f"{o41_location}/step-3/model.pt", b"m")
     fs.commit_pending()
     with pytest.raises(o41.VersionExists, match="step-00000003"):

@@ -44,8 +44,8 @@ def listed(emu: Emulator, location: str, version: str) -> dict[str, tuple[int, s
 
 
 def test_small_file_goes_as_one_put_and_its_version_lists_its_sha256(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+        served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator)
     data = blob(3 * MIB + 3)
     step = f"{o41_location}/step-00000001"
     with fs.transaction:
@@ -54,14 +54,14 @@ def test_small_file_goes_as_one_put_and_its_version_lists_its_sha256(
                 f.write(data[i:i + 1000_003])
             os.fsync(f.fileno())  # torch DCP syncs what it writes: it must work, and cheaply
             assert f.tell() == len(data) and f._sender is None  # under one part: one PUT
-    assert listed(o41_emulator, o41_location, "step-00000001") == {
+    assert listed(served_emulator, o41_location, "step-00000001") == {
         "model.bin": (len(data), hashlib.sha256(data).hexdigest())}
     assert fs.cat_file(f"{o41_location}/latest/model.bin") == data
 
 
 def test_file_past_its_buffer_streams_while_it_is_written(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator, write_buffer=16 * MIB)
+        served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator, write_buffer=16 * MIB)
     data = blob(40 * MIB + 11, seed=2)
     with fs.open(f"{o41_location}/step-00000001/big.bin", "wb") as f:
         for i in range(0, len(data), MIB):
@@ -70,14 +70,14 @@ def test_file_past_its_buffer_streams_while_it_is_written(
         assert sender is not None and sender.queued <= 16 * MIB
         # the writer waits while 16 MiB are queued: the rest went out before the close
         assert sender.size >= len(data) - 16 * MIB - stream.PART
-    assert listed(o41_emulator, o41_location, "step-00000001") == {
+    assert listed(served_emulator, o41_location, "step-00000001") == {
         "big.bin": (len(data), hashlib.sha256(data).hexdigest())}
     assert fs.cat_file(f"{o41_location}/latest/big.bin") == data
 
 
 def test_writer_rewrites_bytes_not_yet_sent_and_is_refused_before_them(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    fs = make_fs(o41_emulator)
+        served_emulator: Emulator, o41_location: str) -> None:
+    fs = make_fs(served_emulator)
     data = bytearray(blob(2 * MIB, seed=3))
     with fs.open(f"{o41_location}/step-00000001/patched.bin", "wb") as f:
         f.write(bytes(data))
@@ -96,20 +96,20 @@ def test_writer_rewrites_bytes_not_yet_sent_and_is_refused_before_them(
 
 
 @pytest.mark.parametrize("size", [2 * MIB, stream.PART + MIB])
-def test_file_left_by_an_exception_stores_nothing(o41_emulator: Emulator, o41_location: str,
+def test_file_left_by_an_exception_stores_nothing(served_emulator: Emulator, o41_location: str,
                                                   size: int) -> None:
-    fs = make_fs(o41_emulator)
+    fs = make_fs(served_emulator)
     with pytest.raises(RuntimeError), fs.open(f"{o41_location}/step-00000001/x.bin",
                                               "wb") as f:
         f.write(blob(size))
         raise RuntimeError("the writer failed")
     assert f.closed and f.discarded
     assert fs.uncommitted() == []
-    assert versions(o41_emulator.api, o41_emulator.key, o41_location) == []
+    assert versions(served_emulator.api, served_emulator.key, o41_location) == []
 
 
 def test_two_gib_file_streams_with_bounded_memory_and_no_local_disk(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     """The issue's measure: a 2 GiB file through ``o41://``, peak RSS and temp dir."""
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -127,7 +127,7 @@ with fs.open("{o41_location}/step-00000001/huge.bin", "wb") as f:
 peak = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM"))
 print(sha.hexdigest(), peak // 1024)
 """
-    env = o41_emulator.client_env(TMPDIR=str(temp))
+    env = served_emulator.client_env(TMPDIR=str(temp))
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, timeout=600,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -135,7 +135,7 @@ print(sha.hexdigest(), peak // 1024)
     print(f"2 GiB streamed: peak RSS {peak_mib} MiB")
     assert int(peak_mib) < 200
     assert list(temp.iterdir()) == []
-    assert listed(o41_emulator, o41_location, "step-00000001") == {
+    assert listed(served_emulator, o41_location, "step-00000001") == {
         "huge.bin": (2 << 30, digest)}
 
 

@@ -55,15 +55,15 @@ def test_upath_entry_point_names_the_o41_class() -> None:
 
 
 def test_upath_of_an_o41_url_writes_reads_and_lists_without_a_warning(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     info = tmp_path / "o41_upath_entry-0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: o41-upath-entry\nVersion: 0\n")
     (info / "entry_points.txt").write_text(f"[{GROUP}]\no41 = {declared_entry_point()}\n")
-    env = o41_emulator.client_env(PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    env = served_emulator.client_env(PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
     done = subprocess.run([sys.executable, "-c", SCRIPT, o41_location], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok" and "not explicitly implemented" not in done.stderr
-    found = versions(o41_emulator.api, o41_emulator.key, o41_location)
+    found = versions(served_emulator.api, served_emulator.key, o41_location)
     assert [(v["step"], v["size"]) for v in found] == [(1, len(b"weights" + b"moments"))]

@@ -45,22 +45,22 @@ def _saver(location: str, step: int) -> str:
             f"fs.pipe('{location}/step-{step:08d}/a', b'{step}'); fs.commit_pending()")
 
 
-def test_o41_run_through_bash_is_one_launch(o41_emulator: Emulator,
+def test_o41_run_through_bash_is_one_launch(served_emulator: Emulator,
                                             o41_location: str) -> None:
     shell = f"{shlex.quote(sys.executable)} -c {shlex.quote(_saver(o41_location, 1))}; echo done"
-    done = _run(o41_emulator, [*o41_launcher(o41_location), "bash", "-c", shell])
+    done = _run(served_emulator, [*o41_launcher(o41_location), "bash", "-c", shell])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["done"]
-    assert _steps_and_epoch(o41_emulator, o41_location) == ([1], 1)
+    assert _steps_and_epoch(served_emulator, o41_location) == ([1], 1)
 
 
-def test_o41_run_through_a_python_wrapper_is_one_launch(o41_emulator: Emulator,
+def test_o41_run_through_a_python_wrapper_is_one_launch(served_emulator: Emulator,
                                                         o41_location: str) -> None:
     wrapper = ("import subprocess, sys; "
                f"sys.exit(subprocess.call([sys.executable, '-c', {_saver(o41_location, 1)!r}]))")
-    done = _run(o41_emulator, [*o41_launcher(o41_location), sys.executable, "-c", wrapper])
+    done = _run(served_emulator, [*o41_launcher(o41_location), sys.executable, "-c", wrapper])
     assert done.returncode == 0, done.stderr
-    assert _steps_and_epoch(o41_emulator, o41_location) == ([1], 1)
+    assert _steps_and_epoch(served_emulator, o41_location) == ([1], 1)
 
 
 SPAWNED_RANKS = """
@@ -90,25 +90,25 @@ if __name__ == "__main__":
 """
 
 
-def test_spawned_ranks_in_write_mode_share_one_open(o41_emulator: Emulator,
+def test_spawned_ranks_in_write_mode_share_one_open(served_emulator: Emulator,
                                                     o41_location: str, tmp_path: Path) -> None:
     script = _script(tmp_path, "ranks.py", SPAWNED_RANKS)
-    done = _run(o41_emulator, [sys.executable, str(script), o41_location], O41_MODE="write")
+    done = _run(served_emulator, [sys.executable, str(script), o41_location], O41_MODE="write")
     assert done.returncode == 0, done.stderr
-    assert _steps_and_epoch(o41_emulator, o41_location) == ([1, 2], 1)
+    assert _steps_and_epoch(served_emulator, o41_location) == ([1, 2], 1)
 
 
-def test_spawned_ranks_under_o41_run_share_its_open(o41_emulator: Emulator,
+def test_spawned_ranks_under_o41_run_share_its_open(served_emulator: Emulator,
                                                     o41_location: str, tmp_path: Path) -> None:
     script = _script(tmp_path, "ranks.py", SPAWNED_RANKS)
-    done = _run(o41_emulator, [*o41_launcher(o41_location), sys.executable, str(script),
+    done = _run(served_emulator, [*o41_launcher(o41_location), sys.executable, str(script),
                                o41_location])
     assert done.returncode == 0, done.stderr
-    assert _steps_and_epoch(o41_emulator, o41_location) == ([1, 2], 1)
+    assert _steps_and_epoch(served_emulator, o41_location) == ([1, 2], 1)
 
 
 def test_watcher_started_before_the_first_touch_neither_fences_nor_is_fenced(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     """The watcher inherits O41_MODE=write and reads before its trainer touched o41://."""
     watcher = _script(tmp_path, "watcher.py", f"""
         import fsspec
@@ -131,13 +131,13 @@ def test_watcher_started_before_the_first_touch_neither_fences_nor_is_fenced(
         assert watcher.returncode == 0 and out.split() == ["one"], (watcher.returncode, out)
         fs.pipe("{o41_location}/step-00000002/a", b"two")
         """)
-    done = _run(o41_emulator, [sys.executable, str(trainer)], O41_MODE="write")
+    done = _run(served_emulator, [sys.executable, str(trainer)], O41_MODE="write")
     assert done.returncode == 0, done.stderr
-    assert _steps_and_epoch(o41_emulator, o41_location) == ([1, 2], 1)
+    assert _steps_and_epoch(served_emulator, o41_location) == ([1, 2], 1)
 
 
 def test_fork_pool_started_before_the_client_loaded_saves_under_one_open(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     script = _script(tmp_path, "pool.py", f"""
         import multiprocessing as mp
 
@@ -152,13 +152,13 @@ def test_fork_pool_started_before_the_client_loaded_saves_under_one_open(
             with mp.get_context("fork").Pool(2) as pool:
                 print(*[pool.apply(save, (step,)) for step in (1, 2, 3)])
         """)
-    done = _run(o41_emulator, [sys.executable, str(script)])
+    done = _run(served_emulator, [sys.executable, str(script)])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "2", "3"]
-    assert _steps_and_epoch(o41_emulator, o41_location) == ([1, 2, 3], 1)
+    assert _steps_and_epoch(served_emulator, o41_location) == ([1, 2, 3], 1)
 
 
-def test_overlapping_forked_saves_all_commit(o41_emulator: Emulator, o41_location: str,
+def test_overlapping_forked_saves_all_commit(served_emulator: Emulator, o41_location: str,
                                              tmp_path: Path) -> None:
     script = _script(tmp_path, "saves.py", f"""
         import os
@@ -182,14 +182,14 @@ def test_overlapping_forked_saves_all_commit(o41_emulator: Emulator, o41_locatio
             codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
         print(*codes)
         """)
-    done = _run(o41_emulator, [sys.executable, str(script)])
+    done = _run(served_emulator, [sys.executable, str(script)])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "0", "0"]
-    assert _steps_and_epoch(o41_emulator, o41_location) == ([1, 2, 3], 1)
+    assert _steps_and_epoch(served_emulator, o41_location) == ([1, 2, 3], 1)
 
 
 def test_evaluation_writing_into_a_committed_step_is_refused_and_fences_nobody(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     evaluation = ("import fsspec; fs = fsspec.filesystem('o41'); "
                   f"fs.pipe('{o41_location}/step-00000001/eval.json', b'{{}}')")
     trainer = _script(tmp_path, "trainer.py", f"""
@@ -203,14 +203,14 @@ def test_evaluation_writing_into_a_committed_step_is_refused_and_fences_nobody(
         print(done.returncode, "version_exists" in done.stderr)
         fs.pipe("{o41_location}/step-00000002/a", b"two")
         """)
-    done = _run(o41_emulator, [sys.executable, str(trainer)])
+    done = _run(served_emulator, [sys.executable, str(trainer)])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "True"]
-    assert _steps_and_epoch(o41_emulator, o41_location) == ([1, 2], 1)
+    assert _steps_and_epoch(served_emulator, o41_location) == ([1, 2], 1)
 
 
 def test_forked_reader_sees_the_save_its_parent_just_closed(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     """The parent's step waits commit_after (5 s); a fork commits it first."""
     script = f"""
 import os
@@ -223,30 +223,30 @@ if pid == 0:
     os._exit(0 if reader.cat("{o41_location}/latest/a") == b"one" else 3)
 print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
-    done = _run(o41_emulator, [sys.executable, "-c", script])
+    done = _run(served_emulator, [sys.executable, "-c", script])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0"]
 
 
 def test_cp_onto_an_existing_step_is_refused_before_it_opens(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "a").write_bytes(b"a")
-    run = o41.open(o41_location, resume="latest", api=o41.ApiClient(o41_emulator.api,
-                                                                     o41_emulator.key),
+    run = o41.open(o41_location, resume="latest", api=o41.ApiClient(served_emulator.api,
+                                                                     served_emulator.key),
                    holder="the-trainer")
     run.save(1, tmp_path / "ckpt")
     o41_cmd = str(Path(sys.executable).with_name("o41"))
-    done = _run(o41_emulator, [o41_cmd, "cp", str(tmp_path / "ckpt"),
+    done = _run(served_emulator, [o41_cmd, "cp", str(tmp_path / "ckpt"),
                                f"{o41_location}/step-00000001"])
     assert done.returncode == int(o41.ExitCode.CONFLICT), done.stderr
     assert "version_exists" in done.stderr
-    state = artifact(o41_emulator.api, o41_emulator.key, o41_location)
+    state = artifact(served_emulator.api, served_emulator.key, o41_location)
     assert (state["epoch"], state["holder"]) == (1, "the-trainer")
 
 
 def test_fenced_pool_worker_raises_and_its_parent_stops_at_its_next_write(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     script = _script(tmp_path, "pool.py", f"""
         import multiprocessing as mp, sys
         import fsspec
@@ -271,13 +271,13 @@ def test_fenced_pool_worker_raises_and_its_parent_stops_at_its_next_write(
             print("trained on", flush=True)
         """)
     proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO, text=True,
-                            env=o41_emulator.client_env(O41_FENCE_CHECK="0"),
+                            env=served_emulator.client_env(O41_FENCE_CHECK="0"),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "opened\n"
         o41.open(o41_location, resume="latest", holder="the-newer-box",
-                 api=o41.ApiClient(o41_emulator.api, o41_emulator.key))
+                 api=o41.ApiClient(served_emulator.api, served_emulator.key))
         out, err = proc.communicate("go\n", timeout=WAIT)
     finally:
         if proc.poll() is None:

@@ -34,7 +34,7 @@ def run_python(emu: Emulator, script: str, launcher: list[str] | None = None,
 
 
 def test_process_forked_after_the_open_writes_under_its_parents_open(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     script = f"""
 import os, fsspec
 fs = fsspec.filesystem("o41")
@@ -49,15 +49,15 @@ if pid == 0:  # a background save: a new instance, in the child, is the same lau
 assert os.waitpid(pid, 0)[1] == 0
 fs.pipe("{o41_location}/step-00000003/a", b"parent again")
 """
-    run_python(o41_emulator, script)
-    found = versions(o41_emulator.api, o41_emulator.key, o41_location)
+    run_python(served_emulator, script)
+    found = versions(served_emulator.api, served_emulator.key, o41_location)
     assert [(v["step"], v["epoch"]) for v in found] == [(1, 1), (2, 1), (3, 1)]
     assert len({v["holder"] for v in found}) == 1
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 1
 
 
 def test_evaluation_subprocess_of_a_write_mode_trainer_reads_under_its_open(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     evaluation = ("import fsspec; fs = fsspec.filesystem('o41'); print(fs.mode);"
                   f"print(fs.cat('{o41_location}/latest/a').decode())")
     script = f"""
@@ -70,14 +70,14 @@ print(subprocess.run([sys.executable, "-c", {evaluation!r}], check=True,
                      capture_output=True, text=True).stdout, end="")
 fs.pipe("{o41_location}/step-00000002/a", b"two")  # not fenced by its own evaluation
 """
-    done = run_python(o41_emulator, script, O41_MODE="write")
+    done = run_python(served_emulator, script, O41_MODE="write")
     assert done.stdout.split() == ["write", "one"]  # the job's mode; the job's one open
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
-    assert [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 1
+    assert [v["step"] for v in versions(served_emulator.api, served_emulator.key, o41_location)] \
         == [1, 2]
 
 
-def test_o41_run_hands_its_open_to_every_process_below_it(o41_emulator: Emulator,
+def test_o41_run_hands_its_open_to_every_process_below_it(served_emulator: Emulator,
                                                           o41_location: str) -> None:
     probe = ("import fsspec; from o41.writing import registry; fs = fsspec.filesystem('o41');"
              f"print(registry.handed_over(fs.api, '{o41_location[6:]}', fs.holder, workers=1)"
@@ -91,25 +91,25 @@ print(subprocess.run([sys.executable, "-c", {probe!r}], check=True, capture_outp
                      text=True).stdout, end="")
 fs.pipe("{o41_location}/step-00000001/a", b"a")
 """
-    done = run_python(o41_emulator, script, launcher=o41_launcher(o41_location))
+    done = run_python(served_emulator, script, launcher=o41_launcher(o41_location))
     assert done.stdout.split() == ["True", "True"]
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 1
 
 
-def test_reader_never_opens_nor_fences_the_writer(o41_emulator: Emulator,
+def test_reader_never_opens_nor_fences_the_writer(served_emulator: Emulator,
                                                   o41_location: str) -> None:
-    writer = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
+    writer = fsspec.filesystem("o41", api_url=served_emulator.api, api_key=served_emulator.key,
                                holder="the-writer", skip_instance_cache=True)
     writer.pipe(f"{o41_location}/step-00000001/a", b"a")
     writer.commit_pending()
-    reader = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
+    reader = fsspec.filesystem("o41", api_url=served_emulator.api, api_key=served_emulator.key,
                                holder="a-reader", skip_instance_cache=True)
     assert reader.mode == "auto"
     assert reader.cat(f"{o41_location}/latest/a") == b"a"
     assert reader.exists(f"{o41_location}/step-00000001/a")
     assert reader.ls(o41_location, detail=False) == [f"{o41_location[6:]}/step-00000001"]
     writer.pipe(f"{o41_location}/step-00000002/a", b"b")
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == 1
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 1
 
 
 @pytest.mark.parametrize("text", ["0.0001", "-1", "1e9", "soon", "nan"])
@@ -126,11 +126,11 @@ def test_fence_check_within_bounds_or_off(text: str, every: float) -> None:
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"epoch": 1}',
                                   '{"api_url": "u", "artifact": "a/b", "token": "t", '
                                   '"holder": "h", "epoch": "one"}'])
-def test_bad_o41_run_is_a_config_error_naming_it(o41_emulator: Emulator, o41_location: str,
+def test_bad_o41_run_is_a_config_error_naming_it(served_emulator: Emulator, o41_location: str,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  text: str) -> None:
     monkeypatch.setenv("O41_RUN", text)
-    fs = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
+    fs = fsspec.filesystem("o41", api_url=served_emulator.api, api_key=served_emulator.key,
                            holder=f"bad-run-{len(text)}", skip_instance_cache=True)
     with pytest.raises(o41.ConfigError, match="O41_RUN"):
         fs.pipe(f"{o41_location}/step-00000001/a", b"a")
@@ -147,7 +147,7 @@ def test_write_mode_belongs_to_every_rank_of_the_job() -> None:
         registry.mode_of("sometimes")
 
 
-def test_errors_are_the_builtin_ones_as_on_s3fs(o41_emulator: Emulator,
+def test_errors_are_the_builtin_ones_as_on_s3fs(served_emulator: Emulator,
                                                 o41_location: str) -> None:
     assert issubclass(o41.Forbidden, PermissionError)
     assert issubclass(o41.NotFound, FileNotFoundError)
@@ -156,8 +156,8 @@ def test_errors_are_the_builtin_ones_as_on_s3fs(o41_emulator: Emulator,
                                                                      PermissionError)
     exc = o41.NotFound("no such version", status=404)
     assert str(exc) == "no such version" and exc.code == "not_found" and exc.status == 404
-    other = o41_emulator.make_key("elsewhere/", "write")
-    fs = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=other,
+    other = served_emulator.make_key("elsewhere/", "write")
+    fs = fsspec.filesystem("o41", api_url=served_emulator.api, api_key=other,
                            skip_instance_cache=True)
     with pytest.raises(PermissionError):  # not an exists() that answers False
         fs.exists(f"{o41_location}/step-00000001/a")
@@ -165,13 +165,13 @@ def test_errors_are_the_builtin_ones_as_on_s3fs(o41_emulator: Emulator,
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="no unshare")
 def test_reader_in_another_pid_namespace_beside_a_writer_takes_nothing_of_it(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     """Nothing of a file being written is on local disk, so a reader that shares the temp
     directory from another PID namespace (where the writer's pid is not alive) has nothing
     to reclaim by mistake."""
     if subprocess.run(["unshare", "-p", "-f", "--mount-proc", "true"]).returncode:
         pytest.skip("unshare -p is not allowed here")
-    writer = fsspec.filesystem("o41", api_url=o41_emulator.api, api_key=o41_emulator.key,
+    writer = fsspec.filesystem("o41", api_url=served_emulator.api, api_key=served_emulator.key,
                                holder="ns-writer", skip_instance_cache=True)
     writer.pipe(f"{o41_location}/step-00000001/a", b"first")
     data = os.urandom(24 << 20)
@@ -181,7 +181,7 @@ def test_reader_in_another_pid_namespace_beside_a_writer_takes_nothing_of_it(
         f.write(data[:12 << 20])
         done = subprocess.run(["unshare", "-p", "-f", "--mount-proc", sys.executable, "-c",
                                reader], cwd=REPO, timeout=120, capture_output=True, text=True,
-                              env=o41_emulator.client_env(TMPDIR=str(tmp_path)))
+                              env=served_emulator.client_env(TMPDIR=str(tmp_path)))
         assert done.returncode == 0 and done.stdout.strip() == "first", done.stderr
         f.write(data[12 << 20:])
     assert writer.cat(f"{o41_location}/latest/big.bin") == data

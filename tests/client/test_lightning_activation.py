@@ -47,26 +47,26 @@ assert fit(4) == 4
 
 
 @pytest.mark.parametrize("first", ["o41 instance", "import lightning"])
-def test_fit_resumes_from_last_in_either_import_order(o41_emulator: Emulator,
+def test_fit_resumes_from_last_in_either_import_order(served_emulator: Emulator,
                                                       o41_location: str, first: str) -> None:
     head = (f"import fsspec\nLOCATION = {o41_location!r}\n"
             "fsspec.filesystem('o41')  # cached: the fit's own lookup gets this instance\n")
     if first == "import lightning":
         head = "import lightning\n" + head
     done = subprocess.run([sys.executable, "-c", head + FIT], cwd=REPO, timeout=300,
-                          env=o41_emulator.client_env(), capture_output=True, text=True)
+                          env=served_emulator.client_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)] \
+    assert [v["step"] for v in versions(served_emulator.api, served_emulator.key, o41_location)] \
         == [4]  # save_top_k=1 deleted step 2 once step 4 was committed (VER-7)
 
 
 def test_lightning_that_cannot_be_mended_fails_its_fit_with_one_line(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     head = (f"LOCATION = {o41_location!r}\n"
             "from lightning.pytorch.trainer.connectors import checkpoint_connector as c\n"
             "del c._CheckpointConnector._select_ckpt_path  # as a newer Lightning might\n")
     done = subprocess.run([sys.executable, "-c", head + FIT], cwd=REPO, timeout=300,
-                          env=o41_emulator.client_env(), capture_output=True, text=True)
+                          env=served_emulator.client_env(), capture_output=True, text=True)
     assert done.returncode != 0
     assert "o41: cannot teach lightning.pytorch" in done.stderr
-    assert versions(o41_emulator.api, o41_emulator.key, o41_location) == []
+    assert versions(served_emulator.api, served_emulator.key, o41_location) == []

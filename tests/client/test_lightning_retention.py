@@ -120,15 +120,15 @@ def test_top_3_with_save_last_every_step_keeps_what_local_disk_keeps_and_resumes
 
 @pytest.mark.slow  # four DDP fits of 2 processes: 95-150 s at load 6-9 (the fast one: 5 s)
 def test_ddp_top_3_with_save_last_every_step_keeps_what_local_disk_keeps_and_resumes(
-        o41_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
     args = ("--every", "1", "--top-k", str(TOP_K), "--monitor", "--devices", "2")
     for steps, resumed in ((STEPS, 0), (STEPS + 5, STEPS)):
         for where in (str(tmp_path), o41_location):
-            run = start(o41_emulator.client_env(), "lightning_fit.py", where,
+            run = start(served_emulator.client_env(), "lightning_fit.py", where,
                         "--steps", str(steps), *args)
             assert run.finish() == 0, run.output()
             # Both ranks print to one pipe: their lines may run into each other.
             started = re.findall(r"resumed-at (\d+)", run.output())
             assert started == [str(resumed)] * 2, run.output()
         local = {p.name for p in tmp_path.iterdir()}
-        assert_bounded_as_on_disk(stored(o41_emulator, o41_location), local, steps)
+        assert_bounded_as_on_disk(stored(served_emulator, o41_location), local, steps)

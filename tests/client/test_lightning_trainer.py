@@ -27,14 +27,14 @@ def launch(emu: Emulator, location: str, *args: str):
 
 
 def test_first_launch_starts_at_zero_and_each_save_is_one_version_with_last_ckpt(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    run = launch(o41_emulator, o41_location, "--steps", "10", "--every", "5", "--top-k", "-1")
+        served_emulator: Emulator, o41_location: str) -> None:
+    run = launch(served_emulator, o41_location, "--steps", "10", "--every", "5", "--top-k", "-1")
     assert run.wait_line(r"^resumed-at (\d+)").group(1) == "0"
     assert run.finish() == 0, run.output()
-    found = versions(o41_emulator.api, o41_emulator.key, o41_location)
+    found = versions(served_emulator.api, served_emulator.key, o41_location)
     assert [v["version"] for v in found] == ["step-00000005", "step-00000010"]
     for v in found:
-        files = {f["name"] for f in o41_emulator_read(o41_emulator, o41_location, v["version"])}
+        files = {f["name"] for f in o41_emulator_read(served_emulator, o41_location, v["version"])}
         assert files == {f"epoch=0-step={v['step']}.ckpt", "last.ckpt"} or files == {
             f"epoch=1-step={v['step']}.ckpt", "last.ckpt"}
 
@@ -51,16 +51,16 @@ def o41_emulator_read(emu: Emulator, location: str, version: str) -> list[dict]:
 
 @pytest.mark.slow
 def test_killed_and_relaunched_resumes_at_the_last_checkpointed_global_step(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    first = launch(o41_emulator, o41_location, "--steps", "400", "--every", "5",
+        served_emulator: Emulator, o41_location: str) -> None:
+    first = launch(served_emulator, o41_location, "--steps", "400", "--every", "5",
                    "--sleep", "0.05")
-    wait_for_version(o41_emulator.api, o41_emulator.key, o41_location, 10)
+    wait_for_version(served_emulator.api, served_emulator.key, o41_location, 10)
     first.kill()  # preempted: SIGKILL, nothing flushed
-    last = versions(o41_emulator.api, o41_emulator.key, o41_location)[-1]["step"]
-    again = launch(o41_emulator, o41_location, "--steps", str(last + 5), "--every", "5")
+    last = versions(served_emulator.api, served_emulator.key, o41_location)[-1]["step"]
+    again = launch(served_emulator, o41_location, "--steps", str(last + 5), "--every", "5")
     assert int(again.wait_line(r"^resumed-at (\d+)").group(1)) == last
     assert again.finish() == 0, again.output()
-    steps = [v["step"] for v in versions(o41_emulator.api, o41_emulator.key, o41_location)]
+    steps = [v["step"] for v in versions(served_emulator.api, served_emulator.key, o41_location)]
     assert steps[-1] == last + 5 and steps == sorted(set(steps))
 
 
@@ -68,48 +68,48 @@ def test_killed_and_relaunched_resumes_at_the_last_checkpointed_global_step(
 @pytest.mark.parametrize("wake", ["before the relaunch's first save",
                                   "after the relaunch's first save"])
 def test_zombie_stops_by_itself_and_none_of_its_later_steps_show(
-        o41_emulator: Emulator, o41_location: str, wake: str) -> None:
-    zombie = launch(o41_emulator, o41_location, "--steps", "400", "--every", "5",
+        served_emulator: Emulator, o41_location: str, wake: str) -> None:
+    zombie = launch(served_emulator, o41_location, "--steps", "400", "--every", "5",
                     "--sleep", "0.05")
     zombie.wait_line(r"^step 7$")
     zombie.pause()  # unreachable, not dead: it holds epoch 1 and will wake up
-    old = artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"]
-    relaunch = launch(o41_emulator, o41_location, "--steps", "400", "--every", "5",
+    old = artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"]
+    relaunch = launch(served_emulator, o41_location, "--steps", "400", "--every", "5",
                       "--sleep", "0.5" if wake.startswith("before") else "0.05")
     relaunch.wait_line(r"^resumed-at 5$")
     if wake.startswith("after"):
-        wait_for_version(o41_emulator.api, o41_emulator.key, o41_location, 10)
+        wait_for_version(served_emulator.api, served_emulator.key, o41_location, 10)
     zombie.resume()
     assert zombie.finish() == 8, zombie.output()
-    now = artifact(o41_emulator.api, o41_emulator.key, o41_location)
+    now = artifact(served_emulator.api, served_emulator.key, o41_location)
     line = zombie.wait_line(r"^o41: fenced: ").string
     assert f"holder {now['holder']!r} at epoch {now['epoch']}" in line
     relaunch.kill()
-    later = [v for v in versions(o41_emulator.api, o41_emulator.key, o41_location)
+    later = [v for v in versions(served_emulator.api, served_emulator.key, o41_location)
              if v["epoch"] == old and v["step"] > 5]
     assert later == [], f"the zombie's steps after the relaunch began show: {later}"
 
 
 @pytest.mark.slow
-def test_eval_job_reading_last_never_fences_the_trainer(o41_emulator: Emulator,
+def test_eval_job_reading_last_never_fences_the_trainer(served_emulator: Emulator,
                                                         o41_location: str) -> None:
-    trainer = launch(o41_emulator, o41_location, "--steps", "400", "--every", "5",
+    trainer = launch(served_emulator, o41_location, "--steps", "400", "--every", "5",
                      "--sleep", "0.05")
-    wait_for_version(o41_emulator.api, o41_emulator.key, o41_location, 5)
-    epoch = artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"]
-    evaluation = start(o41_emulator.client_env(), "lightning_eval.py", o41_location)
+    wait_for_version(served_emulator.api, served_emulator.key, o41_location, 5)
+    epoch = artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"]
+    evaluation = start(served_emulator.client_env(), "lightning_eval.py", o41_location)
     assert evaluation.finish() == 0, evaluation.output()
     assert evaluation.wait_line(r"^validated step (\d+)")
-    assert artifact(o41_emulator.api, o41_emulator.key, o41_location)["epoch"] == epoch
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == epoch
     trainer.wait_line(r"^step 12$")  # still training
     trainer.kill()
 
 
 @pytest.mark.slow
 def test_fresh_fit_on_an_artifact_with_checkpoints_is_refused_at_launch(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    assert launch(o41_emulator, o41_location, "--steps", "5", "--every", "5").finish() == 0
-    fresh = launch(o41_emulator, o41_location, "--steps", "10", "--every", "5",
+        served_emulator: Emulator, o41_location: str) -> None:
+    assert launch(served_emulator, o41_location, "--steps", "5", "--every", "5").finish() == 0
+    fresh = launch(served_emulator, o41_location, "--steps", "10", "--every", "5",
                    "--ckpt-path", "none")
     assert fresh.finish() != 0
     assert "has_checkpoints" in fresh.output() or "HasCheckpoints" in fresh.output()
@@ -118,26 +118,26 @@ def test_fresh_fit_on_an_artifact_with_checkpoints_is_refused_at_launch(
 
 @pytest.mark.slow
 def test_default_root_dir_on_o41_fails_at_launch_naming_what_to_write(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    run = launch(o41_emulator, o41_location, "--steps", "5", "--every", "5", "--root-dir")
+        served_emulator: Emulator, o41_location: str) -> None:
+    run = launch(served_emulator, o41_location, "--steps", "5", "--every", "5", "--root-dir")
     assert run.finish() != 0
     assert f"ModelCheckpoint(dirpath='{o41_location}')" in run.output()
     assert "step 1" not in run.lines
-    assert versions(o41_emulator.api, o41_emulator.key, o41_location) == []
+    assert versions(served_emulator.api, served_emulator.key, o41_location) == []
 
 
 @pytest.mark.slow  # a preemption run (20 s): the fast tier keeps the one-process smoke run
 def test_ddp_on_two_processes_killed_and_relaunched_resumes_on_both_ranks(
-        o41_emulator: Emulator, o41_location: str) -> None:
-    run = launch(o41_emulator, o41_location, "--steps", "200", "--every", "5",
+        served_emulator: Emulator, o41_location: str) -> None:
+    run = launch(served_emulator, o41_location, "--steps", "200", "--every", "5",
                  "--sleep", "0.05", "--devices", "2")
-    wait_for_version(o41_emulator.api, o41_emulator.key, o41_location, 15)
+    wait_for_version(served_emulator.api, served_emulator.key, o41_location, 15)
     run.kill()  # both ranks: rank 1 is rank 0's subprocess, in its process group
-    latest = artifact(o41_emulator.api, o41_emulator.key, o41_location)["latest"]
-    again = launch(o41_emulator, o41_location, "--steps", str(int(latest[5:]) + 5),
+    latest = artifact(served_emulator.api, served_emulator.key, o41_location)["latest"]
+    again = launch(served_emulator, o41_location, "--steps", str(int(latest[5:]) + 5),
                    "--every", "5", "--devices", "2")
     assert again.finish() == 0, again.output()
     resumed = [ln for ln in again.lines if ln.startswith("resumed-at ")]
     assert resumed == [f"resumed-at {int(latest[5:])}"] * 2, again.output()
-    found = versions(o41_emulator.api, o41_emulator.key, o41_location)
+    found = versions(served_emulator.api, served_emulator.key, o41_location)
     assert {v["epoch"] for v in found if v["step"] > int(latest[5:])} == {2}

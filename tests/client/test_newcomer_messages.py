@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import o41
-from emulator.config import Settings as EmulatorSettings
-from emulator.locations import Place
+from emulator.core.locations import Place
+from emulator.settings.config import Settings as EmulatorSettings
 from o41.cli import main as o41_main
 from o41.config import holder_from_env, redact_key, same_task
 from o41.errors import ExitCode
@@ -44,7 +44,7 @@ def run_o41(monkeypatch, capsys, url: str, key: str, *argv: str) -> tuple[int, s
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> Iterator[str]:
-    from emulator.served import ServedEmulator
+    from emulator.run.served import ServedEmulator
 
     emu = ServedEmulator("--data-dir", str(tmp_path_factory.mktemp("msg") / "data"))
     emu.start()

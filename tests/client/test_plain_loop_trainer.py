@@ -32,10 +32,10 @@ def done(output: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def on_local_disk(tmp_path_factory: pytest.TempPathFactory, o41_emulator: Emulator) -> str:
+def on_local_disk(tmp_path_factory: pytest.TempPathFactory, served_emulator: Emulator) -> str:
     """The weights of the same loop, never interrupted, on a local directory."""
     url = (tmp_path_factory.mktemp("plain") / "run").as_uri()
-    trainer = start(o41_emulator.client_env(), "plain_loop.py", url, *ARGS)
+    trainer = start(served_emulator.client_env(), "plain_loop.py", url, *ARGS)
     assert trainer.finish() == 0, trainer.output()
     return done(trainer.output())[1]
 
@@ -49,11 +49,11 @@ def files_of(emu: Emulator, location: str) -> dict[int, list[str]]:
 
 
 def test_plain_loop_saves_each_step_as_one_version_and_keeps_the_last_k(
-        o41_emulator: Emulator, o41_location: str, on_local_disk: str) -> None:
-    trainer = start(o41_emulator.client_env(), "plain_loop.py", o41_location, *ARGS)
+        served_emulator: Emulator, o41_location: str, on_local_disk: str) -> None:
+    trainer = start(served_emulator.client_env(), "plain_loop.py", o41_location, *ARGS)
     assert trainer.finish() == 0, trainer.output()
     assert done(trainer.output()) == (STEPS, on_local_disk)
-    assert files_of(o41_emulator, o41_location) == {10: ["model.pt", "optim.pt"],
+    assert files_of(served_emulator, o41_location) == {10: ["model.pt", "optim.pt"],
                                                     12: ["model.pt", "optim.pt"]}
     assert "VersionExists" not in trainer.output()
 
@@ -61,13 +61,13 @@ def test_plain_loop_saves_each_step_as_one_version_and_keeps_the_last_k(
 @pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
 def test_plain_loop_stopped_and_relaunched_resumes_a_whole_step_to_the_same_weights(
-        o41_emulator: Emulator, o41_location: str, on_local_disk: str, how: int) -> None:
-    env = o41_emulator.client_env()
+        served_emulator: Emulator, o41_location: str, on_local_disk: str, how: int) -> None:
+    env = served_emulator.client_env()
     first = start(env, "plain_loop.py", o41_location, *ARGS)
     first.wait_line(r"^saved 6$")
     first.proc.send_signal(how)
     first.finish()
-    committed = files_of(o41_emulator, o41_location)
+    committed = files_of(served_emulator, o41_location)
     last = max(committed)
     assert last >= 6  # "saved 6" is printed once its listing committed it
     assert all(files == ["model.pt", "optim.pt"] for files in committed.values())
@@ -83,9 +83,9 @@ def holders(emu: Emulator, location: str) -> dict[int, str]:
 
 @pytest.mark.slow
 def test_zombie_woken_after_the_relaunchs_first_save_stops_and_commits_nothing(
-        o41_emulator: Emulator, o41_location: str, on_local_disk: str, tmp_path: Path
+        served_emulator: Emulator, o41_location: str, on_local_disk: str, tmp_path: Path
         ) -> None:
-    env = o41_emulator.client_env()
+    env = served_emulator.client_env()
     (tmp_path / "resume").touch()
     (tmp_path / "2").touch()
     zombie = start(env, "plain_loop.py", o41_location, *ARGS, "--gates", str(tmp_path))
@@ -97,18 +97,18 @@ def test_zombie_woken_after_the_relaunchs_first_save_stops_and_commits_nothing(
     (tmp_path / "all").touch()  # the zombie wakes
     assert zombie.finish() == 8, zombie.output()
     assert "saved 6" not in zombie.output()
-    assert set(holders(o41_emulator, o41_location)) == {10, 12}
-    assert len(set(holders(o41_emulator, o41_location).values())) == 1
+    assert set(holders(served_emulator, o41_location)) == {10, 12}
+    assert len(set(holders(served_emulator, o41_location).values())) == 1
 
 
 @pytest.mark.slow
 def test_zombie_woken_between_the_relaunchs_read_and_first_save_stops_both_with_one_line(
-        o41_emulator: Emulator, o41_location: str, on_local_disk: str, tmp_path: Path
+        served_emulator: Emulator, o41_location: str, on_local_disk: str, tmp_path: Path
         ) -> None:
     """The relaunch read step 4; the zombie commits step 6 before the relaunch opens: the
     relaunch stops at its open (exit 8, one line naming `o41 run`), having fenced the
     zombie, and the next relaunch resumes from the zombie's step 6, to the same weights."""
-    env = o41_emulator.client_env()
+    env = served_emulator.client_env()
     z, r = tmp_path / "zombie", tmp_path / "relaunch"
     z.mkdir()
     r.mkdir()

@@ -29,9 +29,9 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.mark.slow  # a real Ray cluster starts: 15 s on 2 cores
 def test_ray_train_storage_path_on_o41_is_refused_at_launch_naming_the_recipe(
-        o41_emulator: Emulator) -> None:
+        served_emulator: Emulator) -> None:
     artifact = f"tests/ray-{secrets.token_hex(4)}"
-    trainer = start(o41_emulator.client_env(), "ray_train_o41.py", artifact)
+    trainer = start(served_emulator.client_env(), "ray_train_o41.py", artifact)
     assert trainer.finish() == 0, trainer.output()
     refused = re.findall(r"^refused (.*)$", trainer.output(), re.M)
     assert len(refused) == 2 and "trained" not in trainer.output().split(), trainer.output()
@@ -39,4 +39,4 @@ def test_ray_train_storage_path_on_o41_is_refused_at_launch_naming_the_recipe(
         assert line.startswith(f"o41://{artifact}")
         assert "Ray Train keeps files it rewrites in place" in line
         assert 'docs/fsspec.md, "Ray Train"' in line
-    assert versions(o41_emulator.api, o41_emulator.key, f"o41://{artifact}") == []
+    assert versions(served_emulator.api, served_emulator.key, f"o41://{artifact}") == []

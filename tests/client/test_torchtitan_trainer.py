@@ -49,58 +49,58 @@ def done(output: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(o41_emulator: Emulator) -> str:
+def uninterrupted(served_emulator: Emulator) -> str:
     """The weights of a run never interrupted, by their checksum."""
     location = f"o41://tests/titan-whole-{secrets.token_hex(4)}"
-    trainer = start(o41_emulator.client_env(), "torchtitan_train.py", location, *ARGS)
+    trainer = start(served_emulator.client_env(), "torchtitan_train.py", location, *ARGS)
     assert trainer.finish() == 0, trainer.output()
     return done(trainer.output())[1]
 
 
 def test_checkpoint_manager_saves_and_purges_to_keep_latest_k(
-        o41_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
-    trainer = start(o41_emulator.client_env(), "torchtitan_train.py", o41_location, *ARGS)
+        served_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
+    trainer = start(served_emulator.client_env(), "torchtitan_train.py", o41_location, *ARGS)
     assert trainer.finish() == 0, trainer.output()
     assert done(trainer.output()) == (STEPS, uninterrupted)
     # the purge runs after every save but the last one: the newest k, and the last save
-    assert steps_of(o41_emulator, o41_location) == [8, 10, 12]
+    assert steps_of(served_emulator, o41_location) == [8, 10, 12]
     assert "failed to delete" not in trainer.output()
 
 
 @pytest.mark.slow
 def test_killed_and_relaunched_resumes_from_the_last_step_to_the_same_weights(
-        o41_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
-    env = o41_emulator.client_env()
+        served_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
+    env = served_emulator.client_env()
     first = start(env, "torchtitan_train.py", o41_location, *ARGS)
     first.wait_line(r"^saved 6$")
     first.kill()  # kill -9: whatever it had not committed is not visible
-    last = steps_of(o41_emulator, o41_location)[-1]
+    last = steps_of(served_emulator, o41_location)[-1]
     assert last >= 6
     again = start(env, "torchtitan_train.py", o41_location, *ARGS)
     again.wait_line(rf"^resumed-at {last}$")
     assert again.finish() == 0, again.output()
     assert done(again.output()) == (STEPS, uninterrupted)
-    assert steps_of(o41_emulator, o41_location) == [8, 10, 12]
+    assert steps_of(served_emulator, o41_location) == [8, 10, 12]
 
 
 @pytest.mark.slow
 def test_zombie_woken_after_the_relaunch_saved_stops_and_changes_nothing(
-        o41_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
-    env = o41_emulator.client_env()
+        served_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
+    env = served_emulator.client_env()
     zombie = start(env, "torchtitan_train.py", o41_location, *ARGS)
     zombie.wait_line(r"^saved 4$")
     zombie.pause()
-    resumed = steps_of(o41_emulator, o41_location)[-1]
+    resumed = steps_of(served_emulator, o41_location)[-1]
     relaunch = start(env, "torchtitan_train.py", o41_location, *ARGS)
     relaunch.wait_line(rf"^resumed-at {resumed}$")
     relaunch.wait_line(rf"^saved {resumed + EVERY}$")  # its first write opened: fenced
-    wait_for_version(o41_emulator.api, o41_emulator.key, o41_location, resumed + EVERY)
+    wait_for_version(served_emulator.api, served_emulator.key, o41_location, resumed + EVERY)
     relaunch.pause()
-    before = steps_of(o41_emulator, o41_location)
+    before = steps_of(served_emulator, o41_location)
     zombie.resume()
     assert zombie.finish() == 8, zombie.output()
     assert "o41: fenced" in zombie.output()
-    assert steps_of(o41_emulator, o41_location) == before
+    assert steps_of(served_emulator, o41_location) == before
     relaunch.resume()
     assert relaunch.finish() == 0, relaunch.output()
     assert done(relaunch.output()) == (STEPS, uninterrupted)
@@ -108,20 +108,20 @@ def test_zombie_woken_after_the_relaunch_saved_stops_and_changes_nothing(
 
 @pytest.mark.slow
 def test_zombie_woken_before_the_relaunch_saved_under_o41_run_stops(
-        o41_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
-    env = o41_emulator.client_env()
+        served_emulator: Emulator, o41_location: str, uninterrupted: str) -> None:
+    env = served_emulator.client_env()
     zombie = start(env, "torchtitan_train.py", o41_location, *ARGS)
     zombie.wait_line(r"^saved 4$")
     zombie.pause()
-    resumed = steps_of(o41_emulator, o41_location)[-1]
+    resumed = steps_of(served_emulator, o41_location)[-1]
     relaunch = start(env, "torchtitan_train.py", o41_location, *ARGS,
                      launcher=o41_launcher(o41_location))  # opens, so fences, at launch
     relaunch.wait_line(rf"^resumed-at {resumed}$")
     relaunch.pause()
     zombie.resume()  # before the relaunch's first save
     assert zombie.finish() == 8, zombie.output()
-    assert steps_of(o41_emulator, o41_location)[-1] == resumed
+    assert steps_of(served_emulator, o41_location)[-1] == resumed
     relaunch.resume()
     assert relaunch.finish() == 0, relaunch.output()
     assert done(relaunch.output()) == (STEPS, uninterrupted)
-    assert steps_of(o41_emulator, o41_location) == [8, 10, 12]
+    assert steps_of(served_emulator, o41_location) == [8, 10, 12]

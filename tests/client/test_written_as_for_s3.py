@@ -221,17 +221,17 @@ def test_async_checkpoint_io_commits_one_version_per_save_and_resumes(
 
 @pytest.mark.slow
 def test_async_checkpoint_io_trainer_killed_relaunched_and_its_zombie_stopped(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     from tests.support.trainer_runs import artifact, start, versions, wait_for_version
 
-    api, key = o41_emulator.api, o41_emulator.key
-    zombie = start(o41_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
+    api, key = served_emulator.api, served_emulator.key
+    zombie = start(served_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
                    "400", "--every", "5", "--sleep", "0.05", "--async-io")
     wait_for_version(api, key, o41_location, 5)
     zombie.pause()  # unreachable, not dead: it holds the first epoch and will wake up
     old = artifact(api, key, o41_location)["epoch"]
     last = versions(api, key, o41_location)[-1]["step"]
-    relaunch = start(o41_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
+    relaunch = start(served_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
                      str(last + 10), "--every", "5", "--async-io")
     assert int(relaunch.wait_line(r"^resumed-at (\d+)").group(1)) == last
     assert relaunch.finish() == 0, relaunch.output()
@@ -244,13 +244,13 @@ def test_async_checkpoint_io_trainer_killed_relaunched_and_its_zombie_stopped(
 
 @pytest.mark.slow
 def test_a_save_is_visible_once_the_next_step_runs_and_a_kill_then_resumes_there(
-        o41_emulator: Emulator, o41_location: str) -> None:
+        served_emulator: Emulator, o41_location: str) -> None:
     import re
 
     from tests.support.trainer_runs import start, versions
 
-    api, key = o41_emulator.api, o41_emulator.key
-    first = start(o41_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
+    api, key = served_emulator.api, served_emulator.key
+    first = start(served_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
                   "400", "--every", "5", "--sleep", "0.1")
     first.wait_line(r"^step 11$")
     first.pause()
@@ -260,7 +260,7 @@ def test_a_save_is_visible_once_the_next_step_runs_and_a_kill_then_resumes_there
     # a save at step S commits as batch S+1 starts, before "step S+1" is printed
     assert committed >= 5 * ((printed - 1) // 5) >= 10
     first.kill()
-    again = start(o41_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
+    again = start(served_emulator.client_env(), "lightning_fit.py", o41_location, "--steps",
                   str(committed + 5), "--every", "5")
     assert int(again.wait_line(r"^resumed-at (\d+)").group(1)) == committed
     assert again.finish() == 0, again.output()

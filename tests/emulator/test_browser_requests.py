@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from emulator import create_app
-from emulator.origins import Guard, host_name, is_loopback
+from emulator.rules.origins import Guard, host_name, is_loopback
 from tests.support.backends import make_settings
 from tests.support.emulator_http import AWS, KEY, Box, Http
 

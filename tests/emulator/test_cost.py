@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from emulator.cli import main
-from emulator.cost import cost_table, human_bytes, human_duration, parse_duration, usd
-from emulator.prices import GB, Prices
+from emulator.core.prices import GB, Prices
+from emulator.rules.cost import cost_table, human_bytes, human_duration, parse_duration, usd
+from emulator.run.cli import main
 
 WEEK = 7 * 86400
 

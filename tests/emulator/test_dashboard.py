@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from emulator import create_app
-from emulator.dashboard_data import artifacts, usage
+from emulator.rules.dashboard_data import artifacts, usage
 from emulator.web.dashboard import BAR_AREA, bar_chart, location_colours
 from tests.support.backends import make_settings
 from tests.support.dashboard_seed import FORK, LAMBDA, RUN, SCRATCH, seed
@@ -172,7 +172,7 @@ def test_pages_need_the_admin_key_when_one_is_set(tmp_path, request):
 
 
 def test_bar_chart_gives_empty_routes_no_bar():
-    from emulator.dashboard_data import RouteUse
+    from emulator.rules.dashboard_data import RouteUse
 
     bars, height = bar_chart([RouteUse("local", 0, 0, 0.0), RouteUse("cross_cloud", 10, 5, 1.0)])
     widths = {(b.route, b.direction): b.width for b in bars}

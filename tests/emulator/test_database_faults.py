@@ -19,7 +19,7 @@ import requests
 
 import o41
 from bench.postgres import Postgres, available, create_schema
-from emulator.served import EmulatorDidNotStart
+from emulator.run.served import EmulatorDidNotStart
 from tests.support.emulator_http import AWS, Box, Http
 
 pytestmark = pytest.mark.skipif(not available(), reason="PostgreSQL 15 is not installed")

@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 import yaml
 
-from emulator.cli import serve
+from emulator.run.cli import serve
 from tests.support.emulator_http import AWS, AZURE, GCP, Box
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -273,7 +273,7 @@ def test_team_front_serves_one_port_spread_over_both_replicas_without_buffering(
 
 
 def test_team_replicas_sign_urls_for_the_front(tmp_path):
-    from emulator.cli import load_config
+    from emulator.run.cli import load_config
 
     doc = team()
     replica = doc["services"]["emulator-a"]

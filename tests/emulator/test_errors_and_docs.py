@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.errors import ALL_ERRORS
-from emulator.faults import FAULTS
+from emulator.core.errors import ALL_ERRORS
+from emulator.settings.faults import FAULTS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 RULE_IDS = ["AUTH-1", "AUTH-2", "AUTH-3", "OPEN-1", "OPEN-2", "OPEN-3", "FORK-1", "FORK-2",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from emulator import create_app
-from emulator.faults import FAULTS
-from emulator.policy import Policy
+from emulator.settings.faults import FAULTS
+from emulator.settings.policy import Policy
 from tests.support.backends import make_settings
 from tests.support.emulator_http import AWS, GCP, Box, Http
 
@@ -47,15 +47,15 @@ def broken(box: Box, http: Http, artifact: str, fault: str) -> bool:
         w = box.write("step-00000003", {"a": b"never sent"})
         return box.commit(w.body["upload"]).status == 200
     if fault == "url-never-expires":
-        import emulator.signing
+        import emulator.core.signing
 
         url = box.read().body["files"][0]["url"]
-        real = emulator.signing.time.time
-        emulator.signing.time.time = lambda: real() + 10**6
+        real = emulator.core.signing.time.time
+        emulator.core.signing.time.time = lambda: real() + 10**6
         try:
             return http.request("GET", url, key=None).status == 200
         finally:
-            emulator.signing.time.time = real
+            emulator.core.signing.time.time = real
     if fault == "fallback-silent":
         return Box(http, artifact + "x", {"cloud": "oracle", "region": "r"}).open().body[
             "warnings"] == []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.errors import PayloadTooLarge
-from emulator.filelists import check_joined, parse_write
+from emulator.core.errors import PayloadTooLarge
+from emulator.rules.filelists import check_joined, parse_write
 
 SHA = "0" * 64
 

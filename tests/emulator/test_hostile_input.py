@@ -195,7 +195,7 @@ def test_write_of_a_file_name_no_backend_can_store_is_invalid(http, artifact, na
 
 
 def test_longest_allowed_names_upload_and_commit_on_every_backend(http):
-    from emulator.names import MAX_FILE_NAME_BYTES, MAX_SEGMENT_BYTES
+    from emulator.core.names import MAX_FILE_NAME_BYTES, MAX_SEGMENT_BYTES
 
     artifact = "p" * 128 + "/" + "n" * 128
     name = "/".join(["\u00e9" * 127] * 2) + "/" + "y" * (MAX_FILE_NAME_BYTES - 2 * 255)

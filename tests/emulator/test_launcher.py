@@ -1,4 +1,4 @@
-"""The one launcher (`emulator.served.ServedEmulator`) and the suite's own (`--target spawn`):
+"""The one launcher (`emulator.run.served.ServedEmulator`) and the suite's own (`--target spawn`):
 their readiness waits retry any error until their deadline, and a failed start leaves no
 process behind."""
 
@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from conformance.spawn import SpawnedEmulator
-from emulator.served import EmulatorDidNotStart, ServedEmulator
+from emulator.run.served import EmulatorDidNotStart, ServedEmulator
 
 
 def group_gone(pgid: int, within_s: float = 60) -> bool:

@@ -23,7 +23,7 @@ def test_starts_an_emulator_and_forgets_it(tmp_path):
 '''
 
 TIDY = '''
-from emulator.served import ServedEmulator
+from emulator.run.served import ServedEmulator
 
 def test_starts_an_emulator_and_stops_it():
     with ServedEmulator("--workers", "1") as emu:

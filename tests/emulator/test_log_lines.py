@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from emulator.app import escape_log
+from emulator.web.app import escape_log
 from tests.support.emulator_http import AWS, Box
 
 

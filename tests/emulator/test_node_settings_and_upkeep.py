@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench.postgres import Postgres, available
-from emulator.nodes import BEAT, LIVE_FOR
-from emulator.served import EmulatorDidNotStart
+from emulator.run.served import EmulatorDidNotStart
+from emulator.state.nodes import BEAT, LIVE_FOR
 from tests.support.emulator_http import AWS, Box
 
 DEADLINE = 120.0  # what a loaded machine may take; the condition usually holds in seconds

@@ -20,7 +20,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from emulator import create_app
-from emulator.openapi import document
+from emulator.rules.openapi import document
 from tests.support.backends import make_settings
 from tests.support.emulator_http import AWS, AZURE, GCP, Box, Http, Reply, sha
 

@@ -214,7 +214,7 @@ def test_a_url_given_while_a_delete_waits_for_its_lock_serves_until_its_expiry(
     """A read answers while a delete of its version waits for the artifact's lock; the
     URL it gave serves until the expiry it claims, though the delete went on to commit."""
     import emulator.store.artifacts
-    from emulator.uploads import reclaim_expired_uploads
+    from emulator.rules.uploads import reclaim_expired_uploads
 
     app = create_app(make_settings(tmp_path, request, url_lifetime=100))
     http = Http("http://localhost", app.test_client())

@@ -19,7 +19,7 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from emulator import create_app
-from emulator.openapi import document
+from emulator.rules.openapi import document
 from tests.support.backends import make_settings
 
 AUTH = {"Authorization": "Bearer ak_local"}

@@ -15,8 +15,8 @@ from pathlib import Path
 import click
 import pytest
 
-from emulator.cli import exposure
-from emulator.config import Settings
+from emulator.run.cli import exposure
+from emulator.settings.config import Settings
 
 
 def serve(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from emulator import server
-from emulator.config import Settings
+from emulator.run import server
+from emulator.settings.config import Settings
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="arenas are glibc's")
@@ -28,9 +28,11 @@ def test_the_arena_cap_is_set_unless_the_user_set_one(monkeypatch):
 def test_the_master_imports_no_web_stack():
     """What `serve` imports before gunicorn forks: the app, Flask and werkzeug are not."""
     code = ("import sys\n"
-            "from emulator import cli, server, backend, identity, nodes, upkeep\n"
+            "from emulator.run import cli, server\n"
+            "from emulator.state import backend, nodes\n"
+            "from emulator.rules import identity, upkeep\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('flask', 'werkzeug', 'jinja2') or m in ('emulator.app', 'emulator.web')))\n")
+            "('flask', 'werkzeug', 'jinja2') or m in ('emulator.web.app', 'emulator.web')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"

@@ -13,8 +13,8 @@ import click
 import pytest
 
 from emulator import create_app
-from emulator.cli import serve
-from emulator.config import SETTINGS, Settings, load_toml, settings_from
+from emulator.run.cli import serve
+from emulator.settings.config import SETTINGS, Settings, load_toml, settings_from
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from emulator import create_app
-from emulator.bounds import BUCKET_RANGE, is_bucket_name
-from emulator.config import SETTINGS, Settings, load_toml, settings_from
+from emulator.settings.bounds import BUCKET_RANGE, is_bucket_name
+from emulator.settings.config import SETTINGS, Settings, load_toml, settings_from
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -75,8 +75,8 @@ def test_create_app_refuses_hostile_values_naming_the_setting(tmp_path, values, 
 
 
 def test_create_app_refuses_structures_outside_their_range(tmp_path):
-    from emulator.locations import Location
-    from emulator.prices import Prices
+    from emulator.core.locations import Location
+    from emulator.core.prices import Prices
 
     elsewhere = (Location("aws", "us-east-1", "../../elsewhere", True),)
     with pytest.raises(ValueError, match=r"locations\[0\]\.bucket.*valid S3 bucket name"):

@@ -6,8 +6,8 @@ import sqlite3
 from pathlib import Path
 
 from emulator import db
-from emulator.names import Place
-from emulator.stored import place_from_text, place_text
+from emulator.core.names import Place
+from emulator.core.stored import place_from_text, place_text
 
 PLACE_TABLES = ("tokens", "uploads", "versions")
 # The schema of data dirs made before the store moved to SQLAlchemy, and before PUTs

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from emulator import ThreadedEmulator
-from emulator.config import KeySpec
+from emulator.settings.config import KeySpec
 from tests.support.emulator_http import AWS, Box, Http
 
 

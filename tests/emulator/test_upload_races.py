@@ -152,7 +152,7 @@ def test_commit_of_an_expired_upload_is_refused_and_lists_nothing(app, http, box
 
 
 def test_reclaim_and_commit_cannot_both_win(app, http, box, monkeypatch):
-    from emulator.uploads import reclaim_expired_uploads
+    from emulator.rules.uploads import reclaim_expired_uploads
 
     backend = app.extensions["o41"]
     good = os.urandom(SIZE)
@@ -174,7 +174,7 @@ def test_reclaim_and_commit_cannot_both_win(app, http, box, monkeypatch):
 
 
 def test_committed_upload_survives_a_later_reclaim(app, http, box):
-    from emulator.uploads import reclaim_expired_uploads
+    from emulator.rules.uploads import reclaim_expired_uploads
 
     good = os.urandom(SIZE)
     assert box.checkpoint("step-00000001", {"m": good}).status == 200
@@ -185,7 +185,7 @@ def test_committed_upload_survives_a_later_reclaim(app, http, box):
 
 def test_put_in_flight_when_its_upload_is_reclaimed_is_refused_and_kept_nowhere(
         app, http, box, monkeypatch):
-    from emulator.uploads import reclaim_expired_uploads
+    from emulator.rules.uploads import reclaim_expired_uploads
 
     backend = app.extensions["o41"]
     good = os.urandom(SIZE)

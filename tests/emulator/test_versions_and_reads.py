@@ -212,7 +212,7 @@ def test_expired_signed_url_is_forbidden(http, artifact, app, monkeypatch):
 
 
 def test_expired_uncommitted_upload_is_reclaimed_with_its_bytes(http, app, artifact):
-    from emulator.versions import reclaim_expired_uploads
+    from emulator.rules.versions import reclaim_expired_uploads
 
     box = Box(http, artifact, AWS)
     box.open()

@@ -35,8 +35,8 @@ def make_settings(tmp_path: Path, request: pytest.FixtureRequest, kind: str = "f
                   **overrides) -> Settings:
     from dataclasses import replace
 
-    from emulator.config import DEFAULT_LOCATIONS
-    from emulator.locations import Location
+    from emulator.core.locations import Location
+    from emulator.settings.config import DEFAULT_LOCATIONS
 
     tag = uuid.uuid4().hex[:8]
     locations = tuple(

@@ -37,8 +37,11 @@ def stop_emulator(emu: Emulator) -> None:
 
 
 @pytest.fixture(scope="session")
-def o41_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    """One emulator for the session; tests isolate themselves by random artifact names."""
+def served_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """One emulator for the session, served as a program (`o41-emulator serve`) so trainers
+    in other processes reach it; tests isolate themselves by random artifact names. Not the
+    installed plugin's ``o41_emulator`` (emulator/run/pytest_fixture.py: in this process,
+    reset for each test), which tests/emulator/test_pytest_fixture.py exercises."""
     emu = start_emulator(tmp_path_factory.mktemp("emulator-data"))
     yield emu
     stop_emulator(emu)
@@ -51,14 +54,14 @@ def o41_location() -> str:
 
 
 @pytest.fixture
-def o41_env(o41_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+def o41_env(served_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
     """Point this process's client at the emulator, with no SkyPilot variables set."""
     for name in list(os.environ):
         if name.startswith(("SKYPILOT_", "O41_")) and name not in IN_PROCESS:
             monkeypatch.delenv(name)
-    monkeypatch.setenv("O41_ARTIFACTS_API_URL", o41_emulator.api)
-    monkeypatch.setenv("O41_ARTIFACTS_API_KEY", o41_emulator.key)
-    return o41_emulator
+    monkeypatch.setenv("O41_ARTIFACTS_API_URL", served_emulator.api)
+    monkeypatch.setenv("O41_ARTIFACTS_API_KEY", served_emulator.key)
+    return served_emulator
 
 
 # -- a small file server with faults, for the data plane --------------------------------------

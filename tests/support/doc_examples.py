@@ -102,7 +102,7 @@ def _port_free(port: int) -> bool:
 @pytest.fixture(scope="session")
 def docs_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The emulator the docs talk to, on their port, seeded with experiments/run-1234."""
-    from emulator.served import ServedEmulator
+    from emulator.run.served import ServedEmulator
 
     if not _port_free(PORT):
         reason = f"port {PORT} is taken: the docs' examples talk to {URL}"

@@ -75,11 +75,11 @@ class Background(threading.Thread):
 
 @contextmanager
 def paused_at(monkeypatch, point: str, thread_name: str):
-    """Block the thread named `thread_name` when it reaches `point` in emulator.uploads.
+    """Block the thread named `thread_name` when it reaches `point` in emulator.rules.uploads.
 
     Yields (reached, release) events; other threads pass the point freely.
     """
-    import emulator.uploads
+    import emulator.rules.uploads
 
     reached, release = threading.Event(), threading.Event()
 
@@ -88,7 +88,7 @@ def paused_at(monkeypatch, point: str, thread_name: str):
             reached.set()
             assert release.wait(HOLD_SECONDS), "the test never released the pause"
 
-    monkeypatch.setattr(emulator.uploads, "pause", pause)
+    monkeypatch.setattr(emulator.rules.uploads, "pause", pause)
     try:
         yield reached, release
     finally:

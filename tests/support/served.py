@@ -9,7 +9,7 @@ from functools import cached_property
 
 import requests
 
-from emulator.served import ServedEmulator
+from emulator.run.served import ServedEmulator
 from tests.support.emulator_http import Http
 
 

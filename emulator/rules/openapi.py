@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from . import __version__
-from .errors import ALL_ERRORS
-from .locations import ROUTES
-from .names import PLACE_PART, SEGMENT, VERSION
+from .. import __version__
+from ..core.errors import ALL_ERRORS
+from ..core.locations import ROUTES
+from ..core.names import PLACE_PART, SEGMENT, VERSION
 
 SCHEMAS = "#/components/schemas/"
 JSON = "application/json"

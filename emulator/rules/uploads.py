@@ -15,17 +15,17 @@ import logging
 import secrets
 from typing import BinaryIO, Protocol, cast
 
-from . import store
-from .backend import Backend
-from .errors import ApiError, Incomplete, InvalidArgument, NotFound, VersionExists
-from .storage import StorageUnavailable
+from .. import store
+from ..core.errors import ApiError, Incomplete, InvalidArgument, NotFound, VersionExists
+from ..state.backend import Backend
+from ..storage import StorageUnavailable
 
 log = logging.getLogger("o41.emulator")
 
 
 def pause(point: str) -> None:
     """A named point where a test may hold one request to force an interleaving
-    (tests monkeypatch `emulator.uploads.pause`); in service it does nothing.
+    (tests monkeypatch `emulator.rules.uploads.pause`); in service it does nothing.
 
     Points: "put:stored" (the body is stored, not yet the file's current bytes) and
     "reclaim:marked" (expired uploads are marked, their bytes not yet deleted).

@@ -18,9 +18,9 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from .config import DEFAULT_KEY, SETTINGS, SettingRow, Settings, check_value, load_toml
-from .faults import FAULTS
-from .origins import host_name, is_loopback
+from ..rules.origins import host_name, is_loopback
+from ..settings.config import DEFAULT_KEY, SETTINGS, SettingRow, Settings, check_value, load_toml
+from ..settings.faults import FAULTS
 
 
 class _Commands(click.Group):
@@ -176,11 +176,11 @@ def serve(
     **overrides: object,
 ) -> None:
     """Serve the Artifacts API and its signed-URL data plane."""
-    from .backend import Backend
-    from .identity import ForeignStorage
-    from .nodes import DisagreeingNodes
+    from ..rules.identity import ForeignStorage
+    from ..rules.upkeep import forget_node, prepare_storage
+    from ..state.backend import Backend
+    from ..state.nodes import DisagreeingNodes
     from .server import EmulatorServer, bind
-    from .upkeep import forget_node, prepare_storage
 
     check_environment(click.get_current_context())
     temporary = data_dir is None
@@ -251,7 +251,7 @@ def _database_shown(settings: Settings) -> str:
     """The metadata database as a log line may show it: never with its password."""
     if settings.database is None:
         return "in the data dir (SQLite)"
-    from . import store  # loaded already by the Backend `serve` made
+    from .. import store  # loaded already by the Backend `serve` made
 
     return store.shown_url(settings.database)
 
@@ -288,7 +288,7 @@ def _bind_failure(host: str, port: int, exc: OSError) -> str:
 
 
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
-    from .cost import parse_duration
+    from ..rules.cost import parse_duration
 
     try:
         return parse_duration(value)
@@ -320,9 +320,9 @@ def cost(checkpoint_gb: float, every: float, for_: float, config_file: Path | No
     """Print what writing checkpoints costs by where they go, from the price table."""
     import json
 
-    from .cost import as_json as table_json
-    from .cost import cost_table, render
-    from .prices import GB
+    from ..core.prices import GB
+    from ..rules.cost import as_json as table_json
+    from ..rules.cost import cost_table, render
 
     settings = load_config(config_file, Path("."))
     try:

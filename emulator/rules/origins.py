@@ -22,7 +22,7 @@ import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from .errors import Forbidden
+from ..core.errors import Forbidden
 
 SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
 #: Paths whose state-changing requests must not come from another site's page.

@@ -15,14 +15,14 @@ from pathlib import Path
 from types import NoneType, UnionType
 from typing import Any, get_args, get_type_hints
 
+from ..core.errors import InvalidArgument
+from ..core.keys import parse_scopes
+from ..core.locations import Geography, Location
+from ..core.names import place as parse_place
+from ..core.prices import Prices
 from . import bounds
 from .bounds import HTTP_URL, TOKEN, Format
-from .errors import InvalidArgument
 from .faults import check_faults
-from .keys import parse_scopes
-from .locations import Geography, Location
-from .names import place as parse_place
-from .prices import Prices
 
 DEFAULT_KEY = "ak_local"
 DEFAULT_LOCATIONS = (
@@ -116,7 +116,7 @@ class Settings:
                                       range="names from the fault table")
     public_url: str | None = _setting(None, "base of signed URLs when behind a proxy",
                                       format=HTTP_URL)
-    # Requests under any other Host are refused (DNS rebinding); see emulator.origins.
+    # Requests under any other Host are refused (DNS rebinding); see emulator.rules.origins.
     allowed_hosts: tuple[str, ...] = _setting((), "host names besides loopback that requests "
                                               "may address, comma-separated (e.g. compose "
                                               "service names)", cli=True,

@@ -10,14 +10,14 @@ from __future__ import annotations
 import secrets
 import socket
 
-from . import store
-from .backend import Backend
-from .errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
-from .keys import Principal
-from .names import artifact_name, fork_uri, version_name
-from .names import place as parse_place
+from .. import store
+from ..core.errors import HasCheckpoints, InvalidArgument, NotEmpty, NotFound
+from ..core.keys import Principal
+from ..core.names import artifact_name, fork_uri, version_name
+from ..core.names import place as parse_place
+from ..core.stored import iso, place_text
+from ..state.backend import Backend
 from .replies import version_json
-from .stored import iso, place_text
 from .versions import latest_step
 
 

@@ -1,6 +1,6 @@
 """What checkpointing costs by where the checkpoints go: the page's cost table, from the prices.
 
-Pure arithmetic over :class:`~emulator.prices.Prices`, shared by `o41-emulator cost` and the
+Pure arithmetic over :class:`~emulator.core.prices.Prices`, shared by `o41-emulator cost` and the
 usage page, so the table a user prints is the one the emulator bills by.
 """
 
@@ -10,7 +10,7 @@ import math
 import re
 from dataclasses import asdict, dataclass
 
-from .prices import GB, Prices
+from ..core.prices import GB, Prices
 
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # Spelled-out units as people type them (`30min`, `2hours`), each meaning one of the above.

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import store
-from .backend import Backend
-from .locations import route
-from .names import Place
-from .stored import iso, place_text
+from .. import store
+from ..core.locations import route
+from ..core.names import Place
+from ..core.stored import iso, place_text
+from ..state.backend import Backend
 
 
 def object_key(artifact: str, upload_id: str, file_name: str) -> str:

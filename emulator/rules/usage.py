@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 
-from . import names, store
-from .backend import Backend
-from .keys import Principal
-from .locations import ROUTES, route
-from .stored import place_from_text
+from .. import store
+from ..core import names
+from ..core.keys import Principal
+from ..core.locations import ROUTES, route
+from ..core.stored import place_from_text
+from ..state.backend import Backend
 from .versions import require_artifact
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from . import store
-from .backend import Backend
-from .keys import ANYONE
-from .locations import ROUTES
+from .. import store
+from ..core.keys import ANYONE
+from ..core.locations import ROUTES
+from ..state.backend import Backend
 from .usage import read_usage
 
 

@@ -11,9 +11,9 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import filelists, names, store
-from .backend import Backend
-from .errors import (
+from .. import store
+from ..core import names
+from ..core.errors import (
     Fenced,
     Incomplete,
     InvalidArgument,
@@ -21,11 +21,13 @@ from .errors import (
     NotFound,
     VersionExists,
 )
-from .keys import Principal
-from .names import Place
+from ..core.keys import Principal
+from ..core.names import Place
+from ..core.stored import iso, place_from_text
+from ..state.backend import Backend
+from ..storage import storage_sizes
+from . import filelists
 from .replies import object_key, version_json
-from .storage import storage_sizes
-from .stored import iso, place_from_text
 from .uploads import reclaim_expired_uploads, require_committable
 
 Row = Mapping[str, Any]

@@ -10,11 +10,12 @@ uploads (uploads.reclaim_expired_uploads) removes the bytes after it.
 
 from __future__ import annotations
 
-from . import names, store
-from .backend import Backend
-from .errors import IsLatest, NotFound
-from .keys import Principal
-from .stored import iso
+from .. import store
+from ..core import names
+from ..core.errors import IsLatest, NotFound
+from ..core.keys import Principal
+from ..core.stored import iso
+from ..state.backend import Backend
 from .uploads import reclaim_expired_uploads
 from .versions import check_epoch
 

@@ -27,8 +27,8 @@ from gunicorn.http.body import Body, LengthReader
 from gunicorn.http.errors import NoMoreData, ParseException
 from gunicorn.workers.gthread import ThreadWorker
 
-from .config import Settings
-from .errors import InvalidArgument
+from ..core.errors import InvalidArgument
+from ..settings.config import Settings
 
 _CUT = "the request body was cut or malformed; nothing of it was kept"
 
@@ -149,8 +149,8 @@ class EmulatorServer(BaseApplication):
         # Imported here, in the worker, not by the master: the master only prepares storage
         # and supervises, and every page it holds counts again in each worker it forks
         # (Flask, werkzeug, jinja2 and the views: about 6 MB; docs/reliability.md, "Memory").
-        from .app import create_app
-        from .upkeep import keep_up
+        from ..rules.upkeep import keep_up
+        from ..web.app import create_app
 
         flask_app = create_app(self.settings, prepare=False)
         # Heartbeat and reclaim on their own clock, not only when requests come.

@@ -1,7 +1,7 @@
 """Deliberate faults, each breaking one contract rule, to prove the conformance suite bites.
 
 Off by default; `o41-emulator serve --fault NAME` turns one on and the server says so loudly.
-The rules never ask for a fault by name: `emulator.policy` turns the names into the fields
+The rules never ask for a fault by name: `emulator.settings.policy` turns the names into the fields
 of one `Policy`, handed to the app, and the rules ask its fields.
 """
 

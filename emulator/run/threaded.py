@@ -6,8 +6,8 @@
 
 The whole app (API, signed-URL data plane, admin endpoints, dashboard) runs in werkzeug's
 threaded server: one thread per connection, no subprocess, no gunicorn. It is what a
-project's own tests want (the `o41_emulator` fixture, `emulator.pytest_fixture`); a
-subprocess (`emulator.served`) is for tests of the server itself.
+project's own tests want (the `o41_emulator` fixture, `emulator.run.pytest_fixture`); a
+subprocess (`emulator.run.served`) is for tests of the server itself.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
-from .app import create_app
-from .backend import Backend
-from .config import KeySpec, Settings, settings_from
-from .keys import new_key
-from .upkeep import reset as reset_backend
+from ..core.keys import new_key
+from ..rules.upkeep import reset as reset_backend
+from ..settings.config import KeySpec, Settings, settings_from
+from ..state.backend import Backend
+from ..web.app import create_app
 
 
 class _Handler(WSGIRequestHandler):

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import names
-from .errors import Incomplete, InvalidArgument, PayloadTooLarge
+from ..core import names
+from ..core.errors import Incomplete, InvalidArgument, PayloadTooLarge
 
 Row = Mapping[str, Any]
 

@@ -5,10 +5,10 @@ key may do, and which keys a change may touch, is decided here; the rows are
 
 from __future__ import annotations
 
-from .errors import Unauthenticated
-from .keys import Principal, digest
-from .store import Connection
-from .store import keys as rows_of
+from ..core.errors import Unauthenticated
+from ..core.keys import Principal, digest
+from ..store import Connection
+from ..store import keys as rows_of
 
 
 def authenticate(conn: Connection, header: str | None) -> Principal:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import io
 import secrets
 
-from . import store
-from .backend import Backend
-from .storage import ObjectMissing
+from .. import store
+from ..state.backend import Backend
+from ..storage import ObjectMissing
 
 #: Outside every artifact's keys: an artifact's first part starts with a letter or digit.
 MARKER_KEY = ".o41-storage-id"

@@ -10,9 +10,9 @@ upload counts, and a commit that could not see its files committed nothing.
 
 from __future__ import annotations
 
-from . import store
-from .errors import Unavailable
-from .storage import StorageUnavailable
+from .. import store
+from ..core.errors import Unavailable
+from ..storage import StorageUnavailable
 
 
 def as_unavailable(exc: BaseException) -> Unavailable | None:

@@ -19,10 +19,11 @@ import json
 import socket
 from collections.abc import Sequence
 
-from . import keystore, store
-from .config import DEFAULT_KEY, KeySpec, Settings
-from .keys import digest
-from .store import Connection
+from .. import store
+from ..core.keys import digest
+from ..settings.config import DEFAULT_KEY, KeySpec, Settings
+from ..store import Connection
+from . import keystore
 
 #: A node not heard from this long counts as gone (it beats every `BEAT`, requests or not).
 LIVE_FOR = 60.0

@@ -8,13 +8,13 @@ from collections.abc import Mapping
 
 from flask import Flask, Response, g, request
 
-from .backend import Backend
-from .config import Settings, settings_from
-from .origins import Guard
-from .policy import Policy
-from .upkeep import prepare_storage
-from .web import admin, api, api_document, dashboard, dataplane, error_bodies
-from .web.context import apply_chaos
+from ..rules.origins import Guard
+from ..rules.upkeep import prepare_storage
+from ..settings.config import Settings, settings_from
+from ..settings.policy import Policy
+from ..state.backend import Backend
+from . import admin, api, api_document, dashboard, dataplane, error_bodies
+from .context import apply_chaos
 
 log = logging.getLogger("o41.emulator")
 

@@ -7,23 +7,25 @@ from __future__ import annotations
 import logging
 import threading
 
-from . import keys, keystore, nodes, store
-from .backend import Backend
-from .config import Settings
-from .errors import Forbidden, InvalidArgument, NotFound
+from .. import store
+from ..core import keys
+from ..core.errors import Forbidden, InvalidArgument, NotFound
+from ..settings.config import Settings
+from ..state import keystore, nodes
+from ..state.backend import Backend
+from ..state.outages import as_unavailable
 from .identity import check_storage_identity
-from .outages import as_unavailable
 from .uploads import every_upload_prefix, reclaim_expired_uploads
 
 log = logging.getLogger("o41.emulator")
 #: How often a server worker's upkeep runs: deleted bytes outlive their last URL by at most
-#: about this much (plus a second of slack, emulator.retention).
+#: about this much (plus a second of slack, emulator.rules.retention).
 UPKEEP_EVERY = 1.0
 
 
 def keep_up(backend: Backend, stop: threading.Event, every: float = UPKEEP_EVERY) -> None:
-    """A server worker's background rounds, with or without traffic (emulator.server): say
-    the node is alive (an idle team's keys stay guarded, emulator.nodes), and delete the
+    """A server worker's background rounds, with or without traffic (emulator.run.server): say
+    the node is alive (an idle team's keys stay guarded, emulator.state.nodes), and delete the
     bytes of deleted versions whose last URL has expired and of uploads never committed,
     so keep-the-last-k bounds storage under reads alone. A round an outage of the database
     or storage cuts short is logged; the next one tries again."""

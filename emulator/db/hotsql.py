@@ -50,7 +50,7 @@ def rows(conn: Connection, stmt: Select, params: Mapping[str, Any]) -> list[dict
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
     except dbapi.Error as exc:
-        # As SQLAlchemy would raise it, so a lost database is a 503 (emulator.outages)
+        # As SQLAlchemy would raise it, so a lost database is a 503 (emulator.state.outages)
         lost = conn.dialect.is_disconnect(exc, conn.connection.dbapi_connection, cursor)
         raise DBAPIError.instance(sql, args, exc, dbapi.Error, connection_invalidated=lost,
                                   dialect=conn.dialect) from exc

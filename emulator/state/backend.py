@@ -10,15 +10,17 @@ import threading
 import time
 import weakref
 
-from . import keys, keystore, nodes, store
+from .. import store
+from ..core import keys
+from ..core.errors import InvalidArgument
+from ..core.locations import Geography, Location
+from ..core.signing import UrlSigner
+from ..settings.config import Settings
+from ..settings.policy import Policy
+from ..storage import Storage, make_storage
+from ..store import Connection, Engine
+from . import keystore, nodes
 from .chaos import Chaos
-from .config import Settings
-from .errors import InvalidArgument
-from .locations import Geography, Location
-from .policy import Policy
-from .signing import UrlSigner
-from .storage import Storage, make_storage
-from .store import Connection, Engine
 
 
 def _close_all(held: set[Connection], engine: Engine) -> None:
@@ -79,7 +81,7 @@ class Backend:
 
     def end_thread(self) -> None:
         """Close this thread's connection for good: a server that starts a thread per
-        connection (werkzeug's, `emulator.threaded`) would otherwise keep one per thread
+        connection (werkzeug's, `emulator.run.threaded`) would otherwise keep one per thread
         it ever ran, long after the thread ended."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
@@ -111,7 +113,7 @@ class Backend:
         self.engine.dispose()  # and a PostgreSQL pool's idle connections: no fork shares them
 
     def heartbeat(self) -> None:
-        """Say, at most every few seconds, that this node still serves (emulator.nodes)."""
+        """Say, at most every few seconds, that this node still serves (emulator.state.nodes)."""
         if time.monotonic() - self._beaten < nodes.BEAT:
             return
         self._beaten = time.monotonic()

@@ -12,9 +12,9 @@ import json
 import random
 from dataclasses import asdict, dataclass
 
-from . import store
-from .errors import InvalidArgument
-from .store import Connection
+from .. import store
+from ..core.errors import InvalidArgument
+from ..store import Connection
 
 OPERATIONS = (
     "*",
