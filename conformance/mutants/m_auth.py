@@ -1,13 +1,14 @@
-"""Mutants of AUTH-*: missing and unknown keys, refused opens, key scopes."""
+"""Mutants of AUTH-*: missing and unknown keys, refused opens, key scopes; one row each
+(rows.py), their bends below."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, mutant, ok_or
+from conformance.mutants.base import Request, Response, ok_or
+from conformance.mutants.rows import On, Row, Turn, error, rows
 from conformance.mutants.tracking import (
-    Tracked,
     api_get,
     artifact_info,
     artifact_of,
@@ -17,289 +18,93 @@ from conformance.mutants.tracking import (
     with_key,
 )
 
-
-class _Borrow(Tracked):
-    """When the upstream refuses ``endpoints`` with ``status``, the request is sent again with
-    a key that worked before (``borrow`` decides), and its reply is returned."""
-
-    endpoints: tuple[str, ...] = ()
-    status = 401
-
-    def borrow(self, request: Request) -> bool:
-        return True
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint not in self.endpoints or response.status != self.status:
-            return response
-        if not self.borrow(request):
-            return response
-        with self.lock:
-            key = self.t.good_key(artifact_of(request))
-        if key is None:
-            return response
-        return ok_or(upstream, with_key(request, key), response)
-
-
-# --- AUTH-1.a: no header or a malformed one ---------------------------------------------
-
-
-@mutant
-class ListWithoutHeader(_Borrow):
-    name = "auth_list_without_header_ok"
-    clause = "AUTH-1.a"
-    summary = "versions/list without any Authorization header is answered with a known key"
-    endpoints = ("versions/list",)
-
-    def borrow(self, request: Request) -> bool:
-        return request.header("Authorization") is None
-
-
-@mutant
-class OtherSchemeAccepted(_Borrow):
-    name = "auth_token_scheme_accepted_on_reads"
-    clause = "AUTH-1.a"
-    summary = "GETs with 'Authorization: Token <known key>' (not Bearer) are accepted"
-    endpoints = ("versions/read", "versions/list", "artifacts/read", "usage/read")
-
-    def borrow(self, request: Request) -> bool:
-        auth = request.header("Authorization") or ""
-        return auth.startswith("Token ") or auth.startswith("ak_")
-
-
-# --- AUTH-1.b: unknown keys ----------------------------------------------------------------
-
-
-@mutant
-class UnknownKeyReads(_Borrow):
-    name = "auth_unknown_key_reads_versions"
-    clause = "AUTH-1.b"
-    summary = "versions/read with a well-formed unknown key is answered with a known key"
-    endpoints = ("versions/read",)
-
-    def borrow(self, request: Request) -> bool:
-        return key_of(request) is not None
-
-
-@mutant
-class UnknownKeyOpen403(Tracked):
-    name = "auth_unknown_key_open_403"
-    clause = "AUTH-1.b"
-    summary = "an open with an unknown key is 403 forbidden instead of 401"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint == "artifacts/open" and response.status == 401 and key_of(request):
-            return Response.error(403, "forbidden", "this key cannot write the artifact")
-        return response
-
-
-# --- AUTH-2.a: an open by a key that cannot write --------------------------------------
-
-
-@mutant
-class ReaderOpenFakeSuccess(Tracked):
-    name = "auth_reader_open_latest_answered"
-    clause = "AUTH-2.a"
-    summary = "a refused latest open of an existing artifact is answered 200 with its state"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        body = body_of(request)
-        if request.endpoint != "artifacts/open" or response.status != 403:
-            return response
-        if body.get("resume") != "latest":
-            return response
-        key = key_of(request)
-        info = artifact_info(upstream, key, str(body.get("artifact")))
-        if info is None:
-            return response
-        latest = api_get(upstream, "versions/read", key, artifact=info["artifact"], urls="1")
-        reply = {
-            "artifact": info["artifact"], "epoch": int(info["epoch"]) + 1,
-            "token": f"tok_{info['artifact'].replace('/', '_')}_{info['epoch']}",
-            "holder": body.get("holder") or "reader",
-            "fenced": {"epoch": info["epoch"], "holder": info["holder"]},
-            "resume_from": latest.json() if latest.ok else None,
-            "write_location": {"cloud": "aws", "region": "us-east-1", "route": "local"},
-            "warnings": [],
-        }
-        return Response(200, (("Content-Type", "application/json"),)).with_json(reply)
-
-
-@mutant
-class RefusedOpenNewAs404(Tracked):
-    name = "auth_refused_open_of_new_artifact_404"
-    clause = "AUTH-2.a"
-    summary = "an open refused for scope is 404 not_found when the artifact does not exist yet"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "artifacts/open" or response.status != 403:
-            return response
-        with self.lock:
-            key = self.t.good_key()
-        if key and artifact_info(upstream, key, str(artifact_of(request))) is None:
-            return Response.error(404, "not_found", "no such artifact")
-        return response
-
-
-# --- AUTH-2.b: a refused open changes nothing -------------------------------------------
-
-
-@mutant
-class RefusedOpenCreates(Tracked):
-    name = "auth_refused_open_creates_artifact"
-    clause = "AUTH-2.b"
-    summary = "an open refused for scope still creates the artifact when it did not exist"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "artifacts/open" or response.status != 403:
-            return response
-        art = str(artifact_of(request))
-        with self.lock:
-            key = self.t.good_key()
-        if key and artifact_info(upstream, key, art) is None:
-            open_latest(upstream, key, art, "scope-check")
-        return response
-
-
-@mutant
-class RefusedOpenFencesSameHolder(Tracked):
-    name = "auth_refused_open_reopens_for_holder"
-    clause = "AUTH-2.b"
-    summary = "an open refused for scope re-opens the artifact for its holder (epoch up, same name)"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "artifacts/open" or response.status != 403:
-            return response
-        with self.lock:
-            newest = self.t.newest.get(str(artifact_of(request)))
-        if newest is not None:
-            open_latest(upstream, newest.key, newest.artifact, newest.holder)
-        return response
-
-
-# --- AUTH-3.a: a read key reads, lists, reads usage; cannot write or commit -------------
-
-
-class _NotOpener(Tracked):
-    """Refuse ``endpoint`` to every key but the one that opened the artifact last."""
-
-    endpoint = ""
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != self.endpoint or not response.ok:
-            return response
-        art = artifact_of(request)
-        with self.lock:
-            newest = self.t.newest.get(art or "")
-        if art and newest is not None and newest.key != key_of(request):
-            return Response.error(403, "forbidden", "this key cannot read the artifact")
-        return response
-
-
-@mutant
-class ListOnlyOpener(_NotOpener):
-    name = "auth_list_only_for_opener_key"
-    clause = "AUTH-3.a"
-    summary = "versions/list is 403 for every key but the one that opened the artifact"
-    endpoint = "versions/list"
-
-
-@mutant
-class UsageOnlyOpener(_NotOpener):
-    name = "auth_usage_only_for_opener_key"
-    clause = "AUTH-3.a"
-    summary = "usage/read?artifact= is 403 for every key but the one that opened the artifact"
-    endpoint = "usage/read"
-
-
-@mutant
-class ReaderCommit404(Tracked):
-    name = "auth_reader_commit_404"
-    clause = "AUTH-3.a"
-    summary = "a commit by a key without write is 404 not_found (upload unknown) instead of 403"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint == "versions/commit" and response.status == 403:
-            with self.lock:
-                writer = key_of(request) in self.t.writer_keys
-            if not writer:
-                return Response.error(404, "not_found", "no such upload")
-        return response
-
-
-# --- AUTH-3.b: outside the prefixes, every endpoint is 403 ------------------------------
-
-
-@mutant
-class ScopeLeakLatest(_Borrow):
-    name = "auth_scope_leak_read_default_version"
-    clause = "AUTH-3.b"
-    summary = "versions/read outside the key's prefixes answers when version is omitted"
-    endpoints = ("versions/read",)
-    status = 403
-
-    def borrow(self, request: Request) -> bool:
-        return request.arg("version") is None
-
-
-@mutant
-class ScopeArtifactsRead404(Tracked):
-    name = "auth_scope_artifacts_read_404"
-    clause = "AUTH-3.b"
-    summary = "artifacts/read outside the key's prefixes is 404 not_found instead of 403"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint == "artifacts/read" and response.status == 403:
-            return Response.error(404, "not_found", "no such artifact")
-        return response
-
-
-@mutant
-class ScopeLeakUsage(_Borrow):
-    name = "auth_scope_leak_usage_of_artifact"
-    clause = "AUTH-3.b"
-    summary = "usage/read?artifact= outside the key's prefixes answers with the artifact's usage"
-    endpoints = ("usage/read",)
-    status = 403
-
-
-# --- AUTH-3.c: write implies read ---------------------------------------------------------
-
-
-class _LimitedWriterRefused(Tracked):
-    """A key that opened the artifact but was refused elsewhere (a prefix-scoped writer)
-    gets 403 on ``endpoint`` for that artifact."""
-
-    endpoint = ""
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != self.endpoint or not response.ok:
-            return response
-        key, art = key_of(request), artifact_of(request)
-        with self.lock:
-            newest = self.t.newest.get(art or "")
-            limited = key in self.t.refused_keys
-        if art and newest is not None and newest.key == key and limited:
-            return Response.error(403, "forbidden", "this key has no read access here")
-        return response
-
-
-@mutant
-class ScopedWriterCannotList(_LimitedWriterRefused):
-    name = "auth_scoped_writer_cannot_list"
-    clause = "AUTH-3.c"
-    summary = "a prefix-scoped write key gets 403 on versions/list of its own artifact"
-    endpoint = "versions/list"
-
-
-@mutant
-class ScopedWriterCannotRead(_LimitedWriterRefused):
-    name = "auth_scoped_writer_cannot_read_version"
-    clause = "AUTH-3.c"
-    summary = "a prefix-scoped write key gets 403 on versions/read of its own artifact"
-    endpoint = "versions/read"
-
-
-# --- AUTH-3.d: usage without artifact covers only what the key can read ------------------
+OPEN, READS = ("artifacts/open",), ("versions/read", "versions/list", "artifacts/read",
+                                     "usage/read")
+
+
+def borrowed_key(reply: Response, turn: Turn) -> Response:
+    """The request sent again with a key that opened the artifact (or anything) before,
+    and that reply if it succeeds."""
+    with turn.lock:
+        key = turn.t.good_key(artifact_of(turn.request))
+    return reply if key is None else ok_or(turn.upstream, with_key(turn.request, key), reply)
+
+
+def _other_scheme(request: Request) -> bool:
+    auth = request.header("Authorization") or ""
+    return auth.startswith("Token ") or auth.startswith("ak_")
+
+
+def _fake_open(reply: Response, turn: Turn) -> Response:
+    """A refused latest open answered 200 with the artifact's state, as if it had opened."""
+    sent = body_of(turn.request)
+    key = key_of(turn.request)
+    info = artifact_info(turn.upstream, key, str(sent.get("artifact")))
+    if info is None:
+        return reply
+    latest = api_get(turn.upstream, "versions/read", key, artifact=info["artifact"], urls="1")
+    opened = {
+        "artifact": info["artifact"], "epoch": int(info["epoch"]) + 1,
+        "token": f"tok_{info['artifact'].replace('/', '_')}_{info['epoch']}",
+        "holder": sent.get("holder") or "reader",
+        "fenced": {"epoch": info["epoch"], "holder": info["holder"]},
+        "resume_from": latest.json() if latest.ok else None,
+        "write_location": {"cloud": "aws", "region": "us-east-1", "route": "local"},
+        "warnings": [],
+    }
+    return Response(200, (("Content-Type", "application/json"),)).with_json(opened)
+
+
+def _not_found_if_new(reply: Response, turn: Turn) -> Response:
+    with turn.lock:
+        key = turn.t.good_key()
+    if key and artifact_info(turn.upstream, key, str(artifact_of(turn.request))) is None:
+        return Response.error(404, "not_found", "no such artifact")
+    return reply
+
+
+def _created_anyway(reply: Response, turn: Turn) -> Response:
+    art = str(artifact_of(turn.request))
+    with turn.lock:
+        key = turn.t.good_key()
+    if key and artifact_info(turn.upstream, key, art) is None:
+        open_latest(turn.upstream, key, art, "scope-check")
+    return reply
+
+
+def _reopened_for_holder(reply: Response, turn: Turn) -> Response:
+    with turn.lock:
+        newest = turn.t.newest.get(str(artifact_of(turn.request)))
+    if newest is not None:
+        open_latest(turn.upstream, newest.key, newest.artifact, newest.holder)
+    return reply
+
+
+def _only_opener(reply: Response, turn: Turn) -> Response:
+    """403 for every key but the one that opened the artifact last."""
+    art = artifact_of(turn.request)
+    with turn.lock:
+        newest = turn.t.newest.get(art or "")
+    if art and newest is not None and newest.key != key_of(turn.request):
+        return Response.error(403, "forbidden", "this key cannot read the artifact")
+    return reply
+
+
+def _commit_unknown_to_reader(reply: Response, turn: Turn) -> Response:
+    with turn.lock:
+        writer = key_of(turn.request) in turn.t.writer_keys
+    return reply if writer else Response.error(404, "not_found", "no such upload")
+
+
+def _limited_writer_refused(reply: Response, turn: Turn) -> Response:
+    """403 for a key that opened the artifact but was refused elsewhere (prefix-scoped)."""
+    key, art = key_of(turn.request), artifact_of(turn.request)
+    with turn.lock:
+        newest = turn.t.newest.get(art or "")
+        limited = key in turn.t.refused_keys
+    if art and newest is not None and newest.key == key and limited:
+        return Response.error(403, "forbidden", "this key has no read access here")
+    return reply
 
 
 def _merge_usage(mine: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
@@ -325,56 +130,97 @@ def json_key(row: Any) -> str:
     return json.dumps(row, sort_keys=True)
 
 
-class _UsageAllOfRefusedKey(Tracked):
-    """Rewrites a successful ``usage/read`` without artifact, for a key refused before, with
-    :meth:`leak` (the key's facts read under the lock)."""
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "usage/read" or request.arg("artifact") or not response.ok:
-            return response
-        key = key_of(request)
-        with self.lock:
-            if key not in self.t.refused_keys:
-                return response
-            other = self.other_key(key)
-        return response if other is None else self.leak(request, response, upstream, other)
-
-    def other_key(self, key: str | None) -> Any:
-        """Under the lock: what :meth:`leak` uses (None: leave the reply)."""
-        return None
-
-    def leak(self, request: Request, response: Response, upstream: Upstream,
-             other: Any) -> Response:
-        return response
+def _all_artifacts(request: Request) -> bool:
+    return not request.arg("artifact")
 
 
-@mutant
-class UsageAllLeaksLastArtifact(_UsageAllOfRefusedKey):
-    name = "auth_usage_all_leaks_other_keys_artifact"
-    clause = "AUTH-3.d"
-    summary = "usage/read without artifact, for a key refused before, adds another key's artifact"
-
-    def other_key(self, key):  # noqa: ANN001, ANN201
-        others = [i for i in self.t.newest.values() if i.key != key and i.key]
-        return others[-1] if others else None
-
-    def leak(self, request, response, upstream, other):  # noqa: ANN001, ANN201
-        theirs = api_get(upstream, "usage/read", other.key, artifact=other.artifact)
-        if not theirs.ok:
-            return response
-        return response.with_json(_merge_usage(response.json(), theirs.json()))
+def _other_keys_artifact(reply: Response, turn: Turn) -> Response:
+    """usage/read without artifact, for a key refused before, with another key's artifact
+    merged in."""
+    key = key_of(turn.request)
+    with turn.lock:
+        if key not in turn.t.refused_keys:
+            return reply
+        others = [i for i in turn.t.newest.values() if i.key != key and i.key]
+    if not others:
+        return reply
+    theirs = api_get(turn.upstream, "usage/read", others[-1].key, artifact=others[-1].artifact)
+    return reply.with_json(_merge_usage(reply.json(), theirs.json())) if theirs.ok else reply
 
 
-@mutant
-class UsageAllAsWriteKey(_UsageAllOfRefusedKey):
-    name = "auth_usage_all_answered_as_unlimited_key"
-    clause = "AUTH-3.d"
-    summary = "usage/read without artifact, for a key refused before, answers as an unlimited key"
+def _as_unlimited_key(reply: Response, turn: Turn) -> Response:
+    key = key_of(turn.request)
+    with turn.lock:
+        if key not in turn.t.refused_keys:
+            return reply
+        writer = turn.t.good_key()
+    if writer is None or writer == key:
+        return reply
+    return ok_or(turn.upstream, with_key(turn.request, writer), reply)
 
-    def other_key(self, key):  # noqa: ANN001, ANN201
-        writer = self.t.good_key()
-        return None if writer == key else writer
 
-    def leak(self, request, response, upstream, other):  # noqa: ANN001, ANN201
-        return ok_or(upstream, with_key(request, other), response)
+def _on(endpoints: tuple[str, ...], replies: str | int, when: Any = None) -> On:
+    return On(endpoints, replies=replies, when=when)
 
+
+rows(
+    Row("auth_list_without_header_ok", "AUTH-1.a",
+        "versions/list without any Authorization header is answered with a known key",
+        _on(("versions/list",), 401, lambda r: r.header("Authorization") is None),
+        answer=borrowed_key, tracked=True),
+    Row("auth_token_scheme_accepted_on_reads", "AUTH-1.a",
+        "GETs with 'Authorization: Token <known key>' (not Bearer) are accepted",
+        _on(READS, 401, _other_scheme), answer=borrowed_key, tracked=True),
+    Row("auth_unknown_key_reads_versions", "AUTH-1.b",
+        "versions/read with a well-formed unknown key is answered with a known key",
+        _on(("versions/read",), 401, lambda r: key_of(r) is not None),
+        answer=borrowed_key, tracked=True),
+    Row("auth_unknown_key_open_403", "AUTH-1.b",
+        "an open with an unknown key is 403 forbidden instead of 401",
+        _on(OPEN, 401, lambda r: key_of(r) is not None),
+        answer=error(403, "forbidden", "this key cannot write the artifact")),
+    Row("auth_reader_open_latest_answered", "AUTH-2.a",
+        "a refused latest open of an existing artifact is answered 200 with its state",
+        _on(OPEN, 403, lambda r: body_of(r).get("resume") == "latest"), answer=_fake_open,
+        tracked=True),
+    Row("auth_refused_open_of_new_artifact_404", "AUTH-2.a",
+        "an open refused for scope is 404 not_found when the artifact does not exist yet",
+        _on(OPEN, 403), answer=_not_found_if_new, tracked=True),
+    Row("auth_refused_open_creates_artifact", "AUTH-2.b",
+        "an open refused for scope still creates the artifact when it did not exist",
+        _on(OPEN, 403), answer=_created_anyway, tracked=True),
+    Row("auth_refused_open_reopens_for_holder", "AUTH-2.b",
+        "an open refused for scope re-opens the artifact for its holder (epoch up, same name)",
+        _on(OPEN, 403), answer=_reopened_for_holder, tracked=True),
+    Row("auth_list_only_for_opener_key", "AUTH-3.a",
+        "versions/list is 403 for every key but the one that opened the artifact",
+        _on(("versions/list",), "ok"), answer=_only_opener, tracked=True),
+    Row("auth_usage_only_for_opener_key", "AUTH-3.a",
+        "usage/read?artifact= is 403 for every key but the one that opened the artifact",
+        _on(("usage/read",), "ok"), answer=_only_opener, tracked=True),
+    Row("auth_reader_commit_404", "AUTH-3.a",
+        "a commit by a key without write is 404 not_found (upload unknown) instead of 403",
+        _on(("versions/commit",), 403), answer=_commit_unknown_to_reader, tracked=True),
+    Row("auth_scope_leak_read_default_version", "AUTH-3.b",
+        "versions/read outside the key's prefixes answers when version is omitted",
+        _on(("versions/read",), 403, lambda r: r.arg("version") is None),
+        answer=borrowed_key, tracked=True),
+    Row("auth_scope_artifacts_read_404", "AUTH-3.b",
+        "artifacts/read outside the key's prefixes is 404 not_found instead of 403",
+        _on(("artifacts/read",), 403), answer=error(404, "not_found", "no such artifact")),
+    Row("auth_scope_leak_usage_of_artifact", "AUTH-3.b",
+        "usage/read?artifact= outside the key's prefixes answers with the artifact's usage",
+        _on(("usage/read",), 403), answer=borrowed_key, tracked=True),
+    Row("auth_scoped_writer_cannot_list", "AUTH-3.c",
+        "a prefix-scoped write key gets 403 on versions/list of its own artifact",
+        _on(("versions/list",), "ok"), answer=_limited_writer_refused, tracked=True),
+    Row("auth_scoped_writer_cannot_read_version", "AUTH-3.c",
+        "a prefix-scoped write key gets 403 on versions/read of its own artifact",
+        _on(("versions/read",), "ok"), answer=_limited_writer_refused, tracked=True),
+    Row("auth_usage_all_leaks_other_keys_artifact", "AUTH-3.d",
+        "usage/read without artifact, for a key refused before, adds another key's artifact",
+        _on(("usage/read",), "ok", _all_artifacts), answer=_other_keys_artifact, tracked=True),
+    Row("auth_usage_all_answered_as_unlimited_key", "AUTH-3.d",
+        "usage/read without artifact, for a key refused before, answers as an unlimited key",
+        _on(("usage/read",), "ok", _all_artifacts), answer=_as_unlimited_key, tracked=True),
+)

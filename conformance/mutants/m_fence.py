@@ -1,11 +1,14 @@
-"""Mutants of FENCE-*: epochs, fencing of stale tokens, the atomic open, refused opens."""
+"""Mutants of FENCE-*: epochs, fencing of stale tokens, the atomic open, refused opens; one
+row each (rows.py). The bends below are shared with m_fence_relaunches_and_races.py."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
-from conformance.mutants.base import Request, Response, Upstream, error_code, mutant
+from conformance.mutants.base import Request, Response, Upstream, mutant
+from conformance.mutants.rows import Bend, On, Row, Turn, rows
 from conformance.mutants.tracking import (
+    OpenInfo,
     Tracked,
     UploadInfo,
     artifact_info,
@@ -16,269 +19,230 @@ from conformance.mutants.tracking import (
     replay_upload,
 )
 
+OPEN, WRITE, COMMIT = ("artifacts/open",), ("versions/write",), ("versions/commit",)
+
 
 def _is_open(request: Request) -> bool:
     return request.endpoint == "artifacts/open" and request.method == "POST"
 
 
-# --- FENCE-1.a: epochs rise -------------------------------------------------------------
+def opens_of(turn: Turn, reply: Response) -> list[OpenInfo]:
+    """The opens the proxy saw of the artifact ``reply`` (an open's) names, oldest first."""
+    with turn.lock:
+        return list(turn.t.opens.get(reply.json()["artifact"], []))
 
 
-@mutant
-class EpochKeptFreshEmpty(Tracked):
-    name = "fence_epoch_kept_fresh_reopen_empty"
-    clause = "FENCE-1.a"
-    summary = "a fresh open of an existing empty artifact reports the previous epoch again"
+def epoch_of(pick: Callable[[Turn, Response, list[OpenInfo]], OpenInfo | None]) -> Bend:
+    """An open's reply with the epoch of the earlier open ``pick`` chooses (None: kept)."""
 
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        body = body_of(request)
-        if not (_is_open(request) and response.ok and body.get("resume") is None):
-            return response
-        reply = response.json()
-        with self.lock:
-            opens = self.t.opens.get(reply["artifact"], [])
-        if len(opens) >= 2 and reply.get("resume_from") is None:
-            return response.with_json(dict(reply, epoch=opens[-2].epoch))
-        return response
+    def bend(reply: Response, turn: Turn) -> Response:
+        earlier = pick(turn, reply, opens_of(turn, reply))
+        return reply if earlier is None else reply.with_json(dict(reply.json(),
+                                                                  epoch=earlier.epoch))
+
+    return bend
 
 
-@mutant
-class EpochKeptSameHolder(Tracked):
-    name = "fence_epoch_kept_relaunch_same_holder"
-    clause = "FENCE-1.a"
-    summary = "a latest open by the holder that opened last reports that open's epoch again"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        body = body_of(request)
-        if not (_is_open(request) and response.ok and body.get("resume") == "latest"):
-            return response
-        reply = response.json()
-        with self.lock:
-            opens = self.t.opens.get(reply["artifact"], [])
-        if len(opens) >= 2 and opens[-2].holder == reply["holder"]:
-            return response.with_json(dict(reply, epoch=opens[-2].epoch))
-        return response
+def _fresh_reopen(turn: Turn, reply: Response, opens: list[OpenInfo]) -> OpenInfo | None:
+    fresh = body_of(turn.request).get("resume") is None and reply.json().get("resume_from") is None
+    return opens[-2] if fresh and len(opens) >= 2 else None
 
 
-# --- FENCE-2.a: stale writes ----------------------------------------------------------
+def _same_holder(turn: Turn, reply: Response, opens: list[OpenInfo]) -> OpenInfo | None:
+    same = len(opens) >= 2 and opens[-2].holder == reply.json()["holder"]
+    return opens[-2] if same and body_of(turn.request).get("resume") == "latest" else None
 
 
-class _StaleWrite(Tracked):
-    """A fenced write is sent again with the artifact's newest token when ``applies``."""
-
-    def applies(self, stale: Any, newest: Any, request: Request, upstream: Upstream) -> bool:
-        raise NotImplementedError
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/write" or error_code(response) != "fenced":
-            return response
-        body = body_of(request)
-        with self.lock:
-            stale = self.t.tokens.get(body.get("token"))
-            newest = self.t.newest.get(body.get("artifact"))
-        if stale is None or newest is None or not self.applies(stale, newest, request, upstream):
-            return response
-        retry = request.with_json(dict(body, token=newest.token))
-        again = upstream.send(retry)
-        with self.lock:
-            self.observe(retry, again)
-        return again if again.ok else response
+StaleTest = Callable[[Turn, OpenInfo, OpenInfo], bool]
 
 
-@mutant
-class StaleWriteSameHolder(_StaleWrite):
-    name = "fence_stale_write_ok_same_holder"
-    clause = "FENCE-2.a"
-    summary = "a write with a stale token is accepted when the newest open has the same holder"
+def stale_write_retried(applies: StaleTest) -> Bend:
+    """A write refused as fenced is sent again with the artifact's newest token when
+    ``applies`` (the turn, the stale open, the newest); that reply if it succeeds."""
 
-    def applies(self, stale: Any, newest: Any, request: Request, upstream: Upstream) -> bool:
-        return stale.holder == newest.holder
+    def bend(reply: Response, turn: Turn) -> Response:
+        sent = body_of(turn.request)
+        with turn.lock:
+            stale = turn.t.tokens.get(sent.get("token"))
+            newest = turn.t.newest.get(sent.get("artifact"))
+        if stale is None or newest is None or not applies(turn, stale, newest):
+            return reply
+        retry = turn.request.with_json(dict(sent, token=newest.token))
+        again = turn.upstream.send(retry)
+        with turn.lock:
+            assert turn.observe is not None
+            turn.observe(retry, again)
+        return again if again.ok else reply
 
-
-@mutant
-class StaleWriteManyVersions(_StaleWrite):
-    name = "fence_stale_write_ok_at_3_versions"
-    clause = "FENCE-2.a"
-    summary = "a write with a stale token is accepted once the artifact has 3 or more versions"
-
-    def applies(self, stale: Any, newest: Any, request: Request, upstream: Upstream) -> bool:
-        info = artifact_info(upstream, key_of(request), stale.artifact) or {}
-        return int(info.get("versions") or 0) >= 3
-
-
-# --- FENCE-2.b / FENCE-3.a: stale commits --------------------------------------------
+    return bend
 
 
-class _StaleCommit(Tracked):
-    """A fenced commit whose upload matches ``applies`` is written again under the newest
-    token and committed; the client gets the Version (``hide`` False) or the 409."""
+UploadTest = Callable[[Turn, UploadInfo, int], bool]
 
-    hide = False
 
-    def applies(self, up: UploadInfo, newest_seq: int) -> bool:
-        raise NotImplementedError
+def stale_commit_replayed(applies: UploadTest, hide: bool = False) -> Bend:
+    """A commit refused as fenced, of a complete upload of an older open, is written again
+    under the newest token and committed when ``applies`` (the turn, the upload, the newest
+    open's sequence number); the client gets that Version, or the 409 if ``hide``."""
 
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or error_code(response) != "fenced":
-            return response
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(body.get("upload"))
-            newest = self.t.newest.get(body.get("artifact"))
-            stale = self.t.tokens.get(body.get("token"))
+    def bend(reply: Response, turn: Turn) -> Response:
+        sent = body_of(turn.request)
+        with turn.lock:
+            up = turn.t.uploads.get(sent.get("upload"))
+            newest = turn.t.newest.get(sent.get("artifact"))
+            stale = turn.t.tokens.get(sent.get("token"))
         if up is None or newest is None or stale is None or not up.complete:
-            return response
-        if up.token != body.get("token") or stale.epoch >= newest.epoch:
-            return response
-        if not self.applies(up, newest.seq):
-            return response
-        landed = replay_upload(upstream, up, newest.token, newest.key)
-        return response if self.hide or not landed.ok else landed
+            return reply
+        if up.token != sent.get("token") or stale.epoch >= newest.epoch:
+            return reply
+        if not applies(turn, up, newest.seq):
+            return reply
+        landed = replay_upload(turn.upstream, up, newest.token, newest.key)
+        return reply if hide or not landed.ok else landed
+
+    return bend
 
 
-@mutant
-class StaleCommitAfterOpen(_StaleCommit):
-    name = "fence_stale_commit_ok_upload_after_open"
-    clause = "FENCE-2.b"
-    summary = "a stale commit succeeds when its files were still arriving after the newer open"
-
-    def applies(self, up: UploadInfo, newest_seq: int) -> bool:
-        return (up.complete_seq or 0) > newest_seq
+def _after_open(turn: Turn, up: UploadInfo, newest_seq: int) -> bool:
+    return (up.complete_seq or 0) > newest_seq
 
 
-@mutant
-class StaleCommitLandsBehind(_StaleCommit):
-    name = "fence_stale_commit_409_but_lands"
-    clause = "FENCE-2.b"
-    summary = "a stale commit answers 409 fenced but its version lands anyway (upload after open)"
-    hide = True
-
-    def applies(self, up: UploadInfo, newest_seq: int) -> bool:
-        return (up.complete_seq or 0) > newest_seq
+def _before_open(turn: Turn, up: UploadInfo, newest_seq: int) -> bool:
+    return (up.complete_seq or 0) < newest_seq
 
 
-@mutant
-class PreOpenUploadCommits(_StaleCommit):
-    name = "fence_preopen_upload_commits_after_open"
-    clause = "FENCE-3.a"
-    summary = "an upload complete before a newer open still commits after it"
-
-    def applies(self, up: UploadInfo, newest_seq: int) -> bool:
-        return (up.complete_seq or 0) < newest_seq
+def _at_3_versions(turn: Turn, stale: OpenInfo, newest: OpenInfo) -> bool:
+    info = artifact_info(turn.upstream, key_of(turn.request), stale.artifact) or {}
+    return int(info.get("versions") or 0) >= 3
 
 
-@mutant
-class PreOpenUploadLandsBehind(_StaleCommit):
-    name = "fence_preopen_upload_409_but_lands"
-    clause = "FENCE-3.a"
-    summary = "a stale commit of an upload complete before the open is 409 yet becomes visible"
-    hide = True
-
-    def applies(self, up: UploadInfo, newest_seq: int) -> bool:
-        return (up.complete_seq or 0) < newest_seq
-
-
-# --- FENCE-2.c: an upload belongs to its token ---------------------------------------
-
-
-class _FencedCommitOfUpload(Tracked):
-    """Rewrites a commit refused as ``fenced`` of an upload the proxy saw written, with
-    :meth:`fenced` given the commit's body and that upload."""
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or error_code(response) != "fenced":
-            return response
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(body.get("upload"))
-        if up is None:
-            return response
-        return self.fenced(request, response, upstream, body, up)
-
-    def fenced(self, request: Request, response: Response, upstream: Upstream,
-               body: dict[str, Any], up: UploadInfo) -> Response:
-        return response
+def _adopted(reply: Response, turn: Turn) -> Response:
+    """Another token's upload committed with the newest token."""
+    sent = body_of(turn.request)
+    with turn.lock:
+        up = turn.t.uploads.get(sent.get("upload"))
+        mine = turn.t.tokens.get(sent.get("token"))
+        newest = turn.t.newest.get(sent.get("artifact"))
+    if up is None or mine is None or newest is None or up.token == mine.token:
+        return reply
+    if mine.token != newest.token or not up.complete:
+        return reply
+    landed = replay_upload(turn.upstream, up, mine.token, key_of(turn.request))
+    return landed if landed.ok else reply
 
 
-@mutant
-class UploadAdopted(_FencedCommitOfUpload):
-    name = "fence_upload_adopted_by_newer_token"
-    clause = "FENCE-2.c"
-    summary = "committing another token's upload with a newer token commits it"
-
-    def fenced(self, request, response, upstream, body, up):  # noqa: ANN001, ANN201
-        with self.lock:
-            mine = self.t.tokens.get(body.get("token"))
-            newest = self.t.newest.get(body.get("artifact"))
-        if mine is None or newest is None or up.token == mine.token:
-            return response
-        if mine.token != newest.token or not up.complete:
-            return response
-        landed = replay_upload(upstream, up, mine.token, key_of(request))
-        return landed if landed.ok else response
+def _other_token_400(reply: Response, turn: Turn) -> Response:
+    sent = body_of(turn.request)
+    with turn.lock:
+        up = turn.t.uploads.get(sent.get("upload"))
+    if up is not None and up.token != sent.get("token"):
+        return Response.error(400, "invalid_argument", "the upload belongs to another token")
+    return reply
 
 
-@mutant
-class UploadOtherTokenCode(_FencedCommitOfUpload):
-    name = "fence_upload_other_token_400"
-    clause = "FENCE-2.c"
-    summary = "committing an older token's upload with a newer token is 400, not 409 fenced"
+def fenced_as(pick: Callable[[Turn, Response], object]) -> Bend:
+    """An open's reply whose ``fenced`` is what ``pick`` says (``...``: left as it is)."""
 
-    def fenced(self, request, response, upstream, body, up):  # noqa: ANN001, ANN201
-        if up.token != body.get("token"):
-            return Response.error(400, "invalid_argument", "the upload belongs to another token")
-        return response
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(body.get("upload"))
-        if up is not None and up.token != body.get("token"):
-            return Response.error(400, "invalid_argument", "the upload belongs to another token")
-        return response
+    def bend(reply: Response, turn: Turn) -> Response:
+        fenced = pick(turn, reply)
+        return reply if fenced is ... else reply.with_json(dict(reply.json(), fenced=fenced))
+
+    return bend
 
 
-# --- FENCE-2.d: the open names whom it fenced ----------------------------------------
+def _null_for_same_holder(turn: Turn, reply: Response) -> object:
+    fenced = reply.json().get("fenced")
+    same = isinstance(fenced, dict) and fenced.get("holder") == reply.json().get("holder")
+    return None if same else ...
 
 
-def _rewrite_fenced(response: Response, fenced: Any) -> Response:
-    return response.with_json(dict(response.json(), fenced=fenced))
+def _first_open(turn: Turn, reply: Response) -> object:
+    opens = opens_of(turn, reply)
+    return {"epoch": opens[0].epoch, "holder": opens[0].holder} if len(opens) >= 3 else ...
 
 
-@mutant
-class FencedNullSameHolder(Tracked):
-    name = "fence_fenced_null_same_holder"
-    clause = "FENCE-2.d"
-    summary = "a relaunch with the same holder id reports fenced: null"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not (_is_open(request) and response.ok):
-            return response
-        fenced = response.json().get("fenced")
-        if isinstance(fenced, dict) and fenced.get("holder") == response.json().get("holder"):
-            return _rewrite_fenced(response, None)
-        return response
+def reopened_for_newest(reply: Response, turn: Turn) -> Response:
+    """After a failed open of an existing artifact, the artifact is opened again with the
+    newest holder's own id (so artifacts/read shows the same holder)."""
+    with turn.lock:
+        newest = turn.t.newest.get(artifact_of(turn.request) or "")
+    if newest is not None:
+        open_latest(turn.upstream, newest.key, newest.artifact, newest.holder)
+    return reply
 
 
-@mutant
-class FencedFirstEpoch(Tracked):
-    name = "fence_fenced_names_first_open"
-    clause = "FENCE-2.d"
-    summary = "from the third open on, fenced names the artifact's first open, not the last"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not (_is_open(request) and response.ok):
-            return response
-        with self.lock:
-            opens = list(self.t.opens.get(response.json()["artifact"], []))
-        if len(opens) >= 3:
-            return _rewrite_fenced(response, {"epoch": opens[0].epoch, "holder": opens[0].holder})
-        return response
+def _unknown_token(reply: Response, turn: Turn) -> Response:
+    with turn.lock:
+        known = body_of(turn.request).get("token") in turn.t.tokens
+    return reply if known else Response.error(404, "not_found", "no such token")
 
 
-# --- FENCE-2.e: unknown and foreign tokens ---------------------------------------------
+def fenced_error(endpoints: tuple[str, ...]) -> On:
+    return On(endpoints, replies="error", code="fenced")
+
+
+def open_refused(status: int) -> On:
+    return On(OPEN, replies=status, when=_is_open)
+
+
+rows(
+    Row("fence_epoch_kept_fresh_reopen_empty", "FENCE-1.a",
+        "a fresh open of an existing empty artifact reports the previous epoch again",
+        On(OPEN, when=_is_open), answer=epoch_of(_fresh_reopen), tracked=True),
+    Row("fence_epoch_kept_relaunch_same_holder", "FENCE-1.a",
+        "a latest open by the holder that opened last reports that open's epoch again",
+        On(OPEN, when=_is_open), answer=epoch_of(_same_holder), tracked=True),
+    Row("fence_stale_write_ok_same_holder", "FENCE-2.a",
+        "a write with a stale token is accepted when the newest open has the same holder",
+        fenced_error(WRITE),
+        answer=stale_write_retried(lambda turn, stale, newest: stale.holder == newest.holder),
+        tracked=True),
+    Row("fence_stale_write_ok_at_3_versions", "FENCE-2.a",
+        "a write with a stale token is accepted once the artifact has 3 or more versions",
+        fenced_error(WRITE), answer=stale_write_retried(_at_3_versions), tracked=True),
+    Row("fence_stale_commit_ok_upload_after_open", "FENCE-2.b",
+        "a stale commit succeeds when its files were still arriving after the newer open",
+        fenced_error(COMMIT), answer=stale_commit_replayed(_after_open), tracked=True),
+    Row("fence_stale_commit_409_but_lands", "FENCE-2.b",
+        "a stale commit answers 409 fenced but its version lands anyway (upload after open)",
+        fenced_error(COMMIT), answer=stale_commit_replayed(_after_open, hide=True),
+        tracked=True),
+    Row("fence_preopen_upload_commits_after_open", "FENCE-3.a",
+        "an upload complete before a newer open still commits after it",
+        fenced_error(COMMIT), answer=stale_commit_replayed(_before_open), tracked=True),
+    Row("fence_preopen_upload_409_but_lands", "FENCE-3.a",
+        "a stale commit of an upload complete before the open is 409 yet becomes visible",
+        fenced_error(COMMIT), answer=stale_commit_replayed(_before_open, hide=True),
+        tracked=True),
+    Row("fence_upload_adopted_by_newer_token", "FENCE-2.c",
+        "committing another token's upload with a newer token commits it",
+        fenced_error(COMMIT), answer=_adopted, tracked=True),
+    Row("fence_upload_other_token_400", "FENCE-2.c",
+        "committing an older token's upload with a newer token is 400, not 409 fenced",
+        fenced_error(COMMIT), answer=_other_token_400, tracked=True),
+    Row("fence_fenced_null_same_holder", "FENCE-2.d",
+        "a relaunch with the same holder id reports fenced: null",
+        On(OPEN, when=_is_open), answer=fenced_as(_null_for_same_holder), tracked=True),
+    Row("fence_fenced_names_first_open", "FENCE-2.d",
+        "from the third open on, fenced names the artifact's first open, not the last",
+        On(OPEN, when=_is_open), answer=fenced_as(_first_open), tracked=True),
+    Row("fence_unknown_token_commit_404", "FENCE-2.e",
+        "a commit with an unknown token is 404 not_found instead of 400",
+        On(COMMIT, replies="error", code="invalid_argument"), answer=_unknown_token,
+        tracked=True),
+    Row("fence_invalid_open_bumps_epoch", "FENCE-4.a",
+        "an open refused with 400 (bad place, holder or resume) still raises the epoch",
+        open_refused(400), answer=reopened_for_newest, tracked=True),
+    Row("fence_unknown_source_open_bumps_epoch", "FENCE-4.a",
+        "a fork open refused with 404 (unknown source) still raises the target's epoch",
+        open_refused(404), answer=reopened_for_newest, tracked=True),
+)
 
 
 @mutant
 class ForeignTokenAccepted(Tracked):
+    """A row rewrites a request without the facts; this one needs them before it sends."""
+
     name = "fence_foreign_token_same_project_ok"
     clause = "FENCE-2.e"
     summary = "a write with another artifact's token of the same project uses this artifact's"
@@ -296,54 +260,3 @@ class ForeignTokenAccepted(Tracked):
         if info.artifact.split("/")[0] != art.split("/")[0]:
             return None
         return request.with_json(dict(body, token=mine.token))
-
-
-@mutant
-class UnknownTokenCommit404(Tracked):
-    name = "fence_unknown_token_commit_404"
-    clause = "FENCE-2.e"
-    summary = "a commit with an unknown token is 404 not_found instead of 400"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint == "versions/commit" and error_code(response) == "invalid_argument":
-            with self.lock:
-                known = body_of(request).get("token") in self.t.tokens
-            if not known:
-                return Response.error(404, "not_found", "no such token")
-        return response
-
-
-# --- FENCE-4.a: failed opens fence nobody ---------------------------------------------
-
-
-class _FailedOpenBumps(Tracked):
-    """After a failed open of ``statuses`` on an existing artifact, the mutant opens it again
-    with the newest holder's own id (so artifacts/read shows the same holder)."""
-
-    statuses: tuple[int, ...] = ()
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not _is_open(request) or response.status not in self.statuses:
-            return response
-        art = artifact_of(request)
-        with self.lock:
-            newest = self.t.newest.get(art or "")
-        if newest is not None:
-            open_latest(upstream, newest.key, newest.artifact, newest.holder)
-        return response
-
-
-@mutant
-class InvalidOpenBumps(_FailedOpenBumps):
-    name = "fence_invalid_open_bumps_epoch"
-    clause = "FENCE-4.a"
-    summary = "an open refused with 400 (bad place, holder or resume) still raises the epoch"
-    statuses = (400,)
-
-
-@mutant
-class NotFoundOpenBumps(_FailedOpenBumps):
-    name = "fence_unknown_source_open_bumps_epoch"
-    clause = "FENCE-4.a"
-    summary = "a fork open refused with 404 (unknown source) still raises the target's epoch"
-    statuses = (404,)

@@ -8,7 +8,15 @@ import time
 from typing import Any
 
 from conformance.mutants.base import Request, Response, Upstream, mutant
-from conformance.mutants.m_fence import _FailedOpenBumps, _is_open, _StaleCommit, _StaleWrite
+from conformance.mutants.m_fence import (
+    _is_open,
+    fenced_error,
+    open_refused,
+    reopened_for_newest,
+    stale_commit_replayed,
+    stale_write_retried,
+)
+from conformance.mutants.rows import Row, Turn, rows
 from conformance.mutants.tracking import (
     OpenInfo,
     Tracked,
@@ -79,33 +87,6 @@ class ForkIntoOpenedRestartsEpoch(Tracked):
 
 
 # --- FENCE-2.a / FENCE-2.b ---------------------------------------------------------------
-
-
-@mutant
-class StaleWriteTwoBehind(_StaleWrite):
-    """Only the token of the open just before the newest is fenced (``epoch == newest-1``);
-    a token two or more opens behind writes again."""
-
-    name = "fence_stale_write_ok_two_opens_behind"
-    clause = "FENCE-2.a"
-    summary = "a write with a token two or more opens behind the newest is accepted"
-
-    def applies(self, stale: Any, newest: Any, request: Request, upstream: Upstream) -> bool:
-        with self.lock:
-            return _behind(self.t, stale) >= 2
-
-
-@mutant
-class StaleCommitTwoBehind(_StaleCommit):
-    """A commit with a token two or more opens behind the newest is accepted."""
-
-    name = "fence_stale_commit_ok_two_opens_behind"
-    clause = "FENCE-2.b"
-    summary = "a commit with a token two or more opens behind the newest commits"
-
-    def applies(self, up: UploadInfo, newest_seq: int) -> bool:
-        stale = self.t.tokens.get(up.token)
-        return stale is not None and _behind(self.t, stale) >= 2
 
 
 # --- FENCE-2.c ---------------------------------------------------------------------------
@@ -213,30 +194,44 @@ class ForeignTokenCommitUsesUploadToken(Tracked):
 # --- FENCE-3.a ---------------------------------------------------------------------------
 
 
-@mutant
-class PreOpenUploadSameHolder(_StaleCommit):
-    """An upload complete before a newer open by the same holder id commits after it."""
-
-    name = "fence_preopen_upload_commits_after_same_holder_relaunch"
-    clause = "FENCE-3.a"
-    summary = "an upload complete before a relaunch with the same holder id commits after it"
-
-    def applies(self, up: UploadInfo, newest_seq: int) -> bool:
-        stale = self.t.tokens.get(up.token)
-        newest = self.t.newest.get(up.artifact)
-        return (stale is not None and newest is not None and stale.holder == newest.holder
-                and (up.complete_seq or 0) < newest_seq)
-
-
 # --- FENCE-4.a ---------------------------------------------------------------------------
 
 
-@mutant
-class UnauthenticatedOpenBumps(_FailedOpenBumps):
-    """An open refused 401 (unknown or missing key) still re-opens the artifact for its
-    newest holder: the epoch rises and the running writer is fenced."""
+def _two_behind(turn: Turn, stale: OpenInfo) -> bool:
+    with turn.lock:
+        return _behind(turn.t, stale) >= 2
 
-    name = "fence_unauthenticated_open_bumps_epoch"
-    clause = "FENCE-4.a"
-    summary = "an open refused with 401 (bad key) still raises the epoch"
-    statuses = (401,)
+
+def _upload_two_behind(turn: Turn, up: UploadInfo, newest_seq: int) -> bool:
+    stale = turn.t.tokens.get(up.token)
+    return stale is not None and _behind(turn.t, stale) >= 2
+
+
+def _before_same_holder_relaunch(turn: Turn, up: UploadInfo, newest_seq: int) -> bool:
+    stale = turn.t.tokens.get(up.token)
+    newest = turn.t.newest.get(up.artifact)
+    return (stale is not None and newest is not None and stale.holder == newest.holder
+            and (up.complete_seq or 0) < newest_seq)
+
+
+rows(
+    # Only the token of the open just before the newest is fenced (epoch == newest - 1).
+    Row("fence_stale_write_ok_two_opens_behind", "FENCE-2.a",
+        "a write with a token two or more opens behind the newest is accepted",
+        fenced_error(("versions/write",)),
+        answer=stale_write_retried(lambda turn, stale, newest: _two_behind(turn, stale)),
+        tracked=True),
+    Row("fence_stale_commit_ok_two_opens_behind", "FENCE-2.b",
+        "a commit with a token two or more opens behind the newest commits",
+        fenced_error(("versions/commit",)), answer=stale_commit_replayed(_upload_two_behind),
+        tracked=True),
+    Row("fence_preopen_upload_commits_after_same_holder_relaunch", "FENCE-3.a",
+        "an upload complete before a relaunch with the same holder id commits after it",
+        fenced_error(("versions/commit",)),
+        answer=stale_commit_replayed(_before_same_holder_relaunch), tracked=True),
+    # An open refused 401 (unknown or missing key) still re-opens the artifact for its
+    # newest holder: the epoch rises and the running writer is fenced.
+    Row("fence_unauthenticated_open_bumps_epoch", "FENCE-4.a",
+        "an open refused with 401 (bad key) still raises the epoch",
+        open_refused(401), answer=reopened_for_newest, tracked=True),
+)

@@ -5,6 +5,7 @@ foreign or other-version upload, and a fenced write that is let in."""
 from __future__ import annotations
 
 from conformance.mutants.base import Request, Response, Upstream, error_code, mutant, ok_or
+from conformance.mutants.rows import On, Row, Turn, refused_when, rows, sent_upload, set_fields
 from conformance.mutants.tracking import Tracked, body_of, key_of
 
 
@@ -17,19 +18,6 @@ def _without_upload(request: Request) -> Request:
     body = dict(body_of(request))
     body.pop("upload", None)
     return request.with_json(body)
-
-
-@mutant
-class JoiningWriteStartsItsOwnUpload(Tracked):
-    """A write naming an upload is taken as a new write: it answers its own upload, and the
-    commit of the first upload lacks the other ranks' files."""
-
-    name = "ver-write-naming-an-upload-starts-a-new-one"
-    clause = "VER-5.a"
-    summary = "a write with upload U starts an upload of its own instead of joining U"
-
-    def before(self, request: Request, upstream: Upstream) -> Request | None:
-        return _without_upload(request) if _joining(request) else None
 
 
 @mutant
@@ -61,32 +49,6 @@ class JoinedFilesLeftOutOfTheCommit(Tracked):
 
 
 @mutant
-class RefusedJoinStillAddsNewNames(Tracked):
-    """A write into an upload refused for naming a file again still adds the new names it
-    carried: the upload then waits for files nobody uploads."""
-
-    name = "ver-write-refused-for-a-name-twice-still-adds-its-new-names"
-    clause = "VER-5.b"
-    summary = "a joining write refused for a repeated name adds its other names to the upload"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not _joining(request) or error_code(response) != "invalid_argument":
-            return response
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(str(body.get("upload")))
-        if up is None:
-            return response
-        known = {f.get("name") for f in up.write.get("files") or []}
-        files = [f for f in body.get("files") or [] if isinstance(f, dict)]
-        names = [f.get("name") for f in files]
-        fresh = [f for f in files if f.get("name") not in known and names.count(f.get("name")) == 1]
-        if fresh and len(fresh) < len(files):
-            upstream.send(request.with_json({**body, "files": fresh}))
-        return response
-
-
-@mutant
 class CommittedUploadJoinConflicts(Tracked):
     """A write into an upload that was committed answers 409 version_exists (the version it
     made exists) instead of 404."""
@@ -108,66 +70,6 @@ class CommittedUploadJoinConflicts(Tracked):
         if done:
             return Response.error(409, "version_exists", "the upload was committed")
         return response
-
-
-@mutant
-class OtherVersionUploadNotFound(Tracked):
-    """A write into an upload of another version answers 404 (no such upload for this
-    version) instead of 400."""
-
-    name = "ver-write-into-an-upload-of-another-version-gets-404"
-    clause = "VER-5.c"
-    summary = "a write of step N into an upload of step M gets 404 not_found, not 400"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not _joining(request) or error_code(response) != "invalid_argument":
-            return response
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(str(body.get("upload")))
-        if up is not None and up.write.get("version") != body.get("version"):
-            return Response.error(404, "not_found", "no such upload for this version")
-        return response
-
-
-@mutant
-class ForeignUploadInvalid(Tracked):
-    """A write into another artifact's upload answers 400 (the upload does not match the
-    artifact) instead of 404."""
-
-    name = "ver-write-into-another-artifacts-upload-gets-400"
-    clause = "VER-5.c"
-    summary = "a write naming another artifact's upload gets 400 invalid_argument, not 404"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not _joining(request) or response.status != 404:
-            return response
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(str(body.get("upload")))
-        if up is not None and up.artifact != body.get("artifact"):
-            return Response.error(400, "invalid_argument", "the upload is of another artifact")
-        return response
-
-
-@mutant
-class NewestTokenTakesOverOldUpload(Tracked):
-    """A write with the newest token into an upload started under an older epoch is let in:
-    the files join a fresh upload of the newest box (the upload changes hands)."""
-
-    name = "ver-write-with-the-newest-token-into-an-older-epochs-upload-accepted"
-    clause = "VER-5.d"
-    summary = "the newest box's write into a fenced box's upload succeeds instead of 409"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not _joining(request) or error_code(response) != "fenced":
-            return response
-        body = body_of(request)
-        with self.lock:
-            newest = self.t.newest.get(str(body.get("artifact")))
-        if newest is None or newest.token != body.get("token"):
-            return response
-        return ok_or(upstream, _without_upload(request), response)
 
 
 @mutant
@@ -195,43 +97,6 @@ class FencedTokenJoinsOwnUpload(Tracked):
         if not isinstance(data, dict) or key_of(request) is None:
             return response
         return reply.with_json({**data, "upload": up.upload})
-
-
-@mutant
-class JoinAnswersNoUrls(Tracked):
-    """A write that joins an upload is accepted but answers no PUT URLs (only the write
-    that starts an upload hands them out)."""
-
-    name = "ver-write-joining-an-upload-answers-no-urls"
-    clause = "VER-5.a"
-    summary = "a write naming an upload answers files: [] instead of its files' PUT URLs"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        body = response.json() if response.ok else None
-        if _joining(request) and isinstance(body, dict):
-            return response.with_json({**body, "files": []})
-        return response
-
-
-@mutant
-class NameOfTheUploadAgainConflicts(Tracked):
-    """A write into an upload declaring a file the upload already has gets 409
-    version_exists (the file exists) instead of 400."""
-
-    name = "ver-write-declaring-a-file-of-the-upload-again-gets-409"
-    clause = "VER-5.b"
-    summary = "a joining write that repeats an earlier write's file name gets 409, not 400"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not _joining(request) or error_code(response) != "invalid_argument":
-            return response
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(str(body.get("upload")))
-        known = {f.get("name") for f in (up.write.get("files") or [])} if up else set()
-        if any(isinstance(f, dict) and f.get("name") in known for f in body.get("files") or []):
-            return Response.error(409, "version_exists", "the upload has this file already")
-        return response
 
 
 @mutant
@@ -284,3 +149,86 @@ class RefusedCommitClosesTheUpload(Tracked):
             with self.lock:
                 self.state.setdefault("closed", set()).add(body_of(request).get("upload"))
         return response
+
+
+def _new_names_added(reply: Response, turn: Turn) -> Response:
+    """The refused write's names that are new to the upload (and not repeated) are written
+    into it all the same; the client still gets the refusal."""
+    sent, up = body_of(turn.request), sent_upload(turn)
+    if up is None:
+        return reply
+    known = {f.get("name") for f in up.write.get("files") or []}
+    files = [f for f in sent.get("files") or [] if isinstance(f, dict)]
+    names = [f.get("name") for f in files]
+    fresh = [f for f in files if f.get("name") not in known and names.count(f.get("name")) == 1]
+    if fresh and len(fresh) < len(files):
+        turn.upstream.send(turn.request.with_json({**sent, "files": fresh}))
+    return reply
+
+
+def _of_another_version(turn: Turn) -> bool:
+    up = sent_upload(turn)
+    return up is not None and up.write.get("version") != body_of(turn.request).get("version")
+
+
+def _of_another_artifact(turn: Turn) -> bool:
+    up = sent_upload(turn)
+    return up is not None and up.artifact != body_of(turn.request).get("artifact")
+
+
+def _taken_over_by_newest(reply: Response, turn: Turn) -> Response:
+    sent = body_of(turn.request)
+    with turn.lock:
+        newest = turn.t.newest.get(str(sent.get("artifact")))
+    if newest is None or newest.token != sent.get("token"):
+        return reply
+    return ok_or(turn.upstream, _without_upload(turn.request), reply)
+
+
+def _repeats_a_file_of_the_upload(turn: Turn) -> bool:
+    up = sent_upload(turn)
+    known = {f.get("name") for f in (up.write.get("files") or [])} if up else set()
+    return any(isinstance(f, dict) and f.get("name") in known
+               for f in body_of(turn.request).get("files") or [])
+
+
+def _joining_refused(replies: str | int, code: str | None = None) -> On:
+    return On(WRITE, replies=replies, code=code, when=_joining)
+
+
+WRITE = ("versions/write",)
+
+rows(
+    # A write naming an upload is taken as a new write: it answers its own upload, and the
+    # commit of the first upload lacks the other ranks' files.
+    Row("ver-write-naming-an-upload-starts-a-new-one", "VER-5.a",
+        "a write with upload U starts an upload of its own instead of joining U",
+        On(WRITE, replies="any", when=_joining), ask=_without_upload),
+    # Only the write that starts an upload hands out PUT URLs.
+    Row("ver-write-joining-an-upload-answers-no-urls", "VER-5.a",
+        "a write naming an upload answers files: [] instead of its files' PUT URLs",
+        On(WRITE, when=_joining), answer=set_fields(files=[])),
+    # The upload then waits for files nobody uploads.
+    Row("ver-write-refused-for-a-name-twice-still-adds-its-new-names", "VER-5.b",
+        "a joining write refused for a repeated name adds its other names to the upload",
+        _joining_refused("error", "invalid_argument"), answer=_new_names_added, tracked=True),
+    Row("ver-write-declaring-a-file-of-the-upload-again-gets-409", "VER-5.b",
+        "a joining write that repeats an earlier write's file name gets 409, not 400",
+        _joining_refused("error", "invalid_argument"),
+        answer=refused_when(_repeats_a_file_of_the_upload, 409, "version_exists",
+                            "the upload has this file already"), tracked=True),
+    Row("ver-write-into-an-upload-of-another-version-gets-404", "VER-5.c",
+        "a write of step N into an upload of step M gets 404 not_found, not 400",
+        _joining_refused("error", "invalid_argument"),
+        answer=refused_when(_of_another_version, 404, "not_found",
+                            "no such upload for this version"), tracked=True),
+    Row("ver-write-into-another-artifacts-upload-gets-400", "VER-5.c",
+        "a write naming another artifact's upload gets 400 invalid_argument, not 404",
+        _joining_refused(404),
+        answer=refused_when(_of_another_artifact, 400, "invalid_argument",
+                            "the upload is of another artifact"), tracked=True),
+    # The files join a fresh upload of the newest box (the upload changes hands).
+    Row("ver-write-with-the-newest-token-into-an-older-epochs-upload-accepted", "VER-5.d",
+        "the newest box's write into a fenced box's upload succeeds instead of 409",
+        _joining_refused("error", "fenced"), answer=_taken_over_by_newest, tracked=True),
+)

@@ -5,10 +5,13 @@ an upload spoiled by a refused commit, and a limit that is off or replaces the f
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.mutants.base import Request, Response, Upstream, error_code, mutant, ok_or
+from conformance.mutants.rows import Bend, On, Row, Turn, error, rows
 from conformance.mutants.tracking import Tracked, UploadInfo, body_of
 
 
@@ -36,16 +39,89 @@ class StreamBook(Tracked):
 
     def received(self, up: UploadInfo) -> list[dict[str, Any]]:
         """The commit list of what the streamed files of ``up`` last received."""
-        with self.lock:
-            puts = dict(up.puts)
-        return [{"name": n, "size": len(d), "sha256": _sha(d)} for n, d in puts.items()
-                if not any(f.get("name") == n and "size" in f
-                           for f in up.write.get("files") or [])]
+        return received(up, self.lock)
 
     def upload_of(self, request: Request) -> UploadInfo | None:
-        body = body_of(request)
         with self.lock:
-            return self.t.uploads.get(str(body.get("upload")))
+            return self.t.uploads.get(str(body_of(request).get("upload")))
+
+
+def received(up: UploadInfo, lock: threading.Lock) -> list[dict[str, Any]]:
+    """The commit list of what the streamed files of ``up`` last received."""
+    with lock:
+        puts = dict(up.puts)
+    return [{"name": n, "size": len(d), "sha256": _sha(d)} for n, d in puts.items()
+            if not any(f.get("name") == n and "size" in f for f in up.write.get("files") or [])]
+
+
+Listed = list[dict[str, Any]]
+
+
+def commit_list_retried(fix: Callable[[Turn, UploadInfo, Listed], Listed | None]) -> Bend:
+    """A refused commit of an upload the proxy saw written is sent again with the list
+    ``fix`` makes of its list (None: the refusal stands); that reply if it succeeds."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        sent = body_of(turn.request)
+        with turn.lock:
+            up = turn.t.uploads.get(str(sent.get("upload")))
+        listed = [f for f in sent.get("files") or [] if isinstance(f, dict)]
+        fixed = None if up is None else fix(turn, up, listed)
+        if fixed is None:
+            return reply
+        return ok_or(turn.upstream, turn.request.with_json({**sent, "files": fixed}), reply)
+
+    return bend
+
+
+def _filled_in(turn: Turn, up: UploadInfo, listed: Listed) -> Listed | None:
+    names = {f.get("name") for f in listed}
+    extra = [f for f in received(up, turn.lock) if f["name"] not in names]
+    return listed + extra if extra else None
+
+
+def _received_values(turn: Turn, up: UploadInfo, listed: Listed) -> Listed | None:
+    truth = {f["name"]: f for f in received(up, turn.lock)}
+    fixed = [truth.get(f.get("name"), f) for f in listed]
+    return fixed if listed and fixed != listed else None
+
+
+def _without_other_files(turn: Turn, up: UploadInfo, listed: Listed) -> Listed | None:
+    ours = {f.get("name") for f in up.write.get("files") or []}
+    kept = [f for f in listed if f.get("name") in ours]
+    return kept if len(kept) != len(listed) else None
+
+
+def _named_twice(request: Request) -> bool:
+    names = [f.get("name") for f in body_of(request).get("files") or [] if isinstance(f, dict)]
+    return len(set(names)) < len(names)
+
+
+COMMIT = ("versions/commit",)
+
+rows(
+    # A commit whose list leaves a streamed file out (or has no list) is completed with
+    # what the file received.
+    Row("ver-commit-list-missing-a-streamed-file-filled-in", "VER-6.c",
+        "a commit that does not list a streamed file takes the bytes it received",
+        On(COMMIT, replies="error", code="incomplete"), answer=commit_list_retried(_filled_in),
+        tracked=True),
+    # A commit that lists a streamed file with another size or sha256 than it received
+    # takes the received values.
+    Row("ver-commit-list-with-wrong-values-takes-the-received-ones", "VER-6.c",
+        "a commit listing a streamed file with a wrong size or sha256 succeeds",
+        On(COMMIT, replies="error", code="incomplete"),
+        answer=commit_list_retried(_received_values), tracked=True),
+    # A commit list naming files that are not of the upload is taken without them.
+    Row("ver-commit-list-naming-other-files-ignores-them", "VER-6.d",
+        "a commit listing a file that is not of the upload succeeds without it",
+        On(COMMIT, replies="error", code="invalid_argument"),
+        answer=commit_list_retried(_without_other_files), tracked=True),
+    Row("ver-commit-list-naming-a-file-twice-gets-409", "VER-6.d",
+        "a commit listing one file twice gets 409 incomplete instead of 400",
+        On(COMMIT, replies="error", code="invalid_argument", when=_named_twice),
+        answer=error(409, "incomplete", "a file is listed twice")),
+)
 
 
 @mutant
@@ -109,54 +185,6 @@ class LaterPutKeepsTheFirst(StreamBook):
 
 
 @mutant
-class CommitFillsInTheList(StreamBook):
-    """A commit whose list leaves a streamed file out (or has no list) is completed with
-    what the file received."""
-
-    name = "ver-commit-list-missing-a-streamed-file-filled-in"
-    clause = "VER-6.c"
-    summary = "a commit that does not list a streamed file takes the bytes it received"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or error_code(response) != "incomplete":
-            return response
-        up = self.upload_of(request)
-        if up is None:
-            return response
-        body = body_of(request)
-        listed = [f for f in body.get("files") or [] if isinstance(f, dict)]
-        names = {f.get("name") for f in listed}
-        extra = [f for f in self.received(up) if f["name"] not in names]
-        if not extra:
-            return response
-        return ok_or(upstream, request.with_json({**body, "files": listed + extra}), response)
-
-
-@mutant
-class CommitForgivesWrongValues(StreamBook):
-    """A commit that lists a streamed file with another size or sha256 than it received
-    takes the received values."""
-
-    name = "ver-commit-list-with-wrong-values-takes-the-received-ones"
-    clause = "VER-6.c"
-    summary = "a commit listing a streamed file with a wrong size or sha256 succeeds"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or error_code(response) != "incomplete":
-            return response
-        up = self.upload_of(request)
-        body = body_of(request)
-        listed = [f for f in body.get("files") or [] if isinstance(f, dict)]
-        if up is None or not listed:
-            return response
-        truth = {f["name"]: f for f in self.received(up)}
-        fixed = [truth.get(f.get("name"), f) for f in listed]
-        if fixed == listed:
-            return response
-        return ok_or(upstream, request.with_json({**body, "files": fixed}), response)
-
-
-@mutant
 class RefusedCommitSpoilsTheUpload(StreamBook):
     """After a commit refused for its list, the upload cannot be committed any more."""
 
@@ -179,45 +207,6 @@ class RefusedCommitSpoilsTheUpload(StreamBook):
                 and isinstance(body.get("files"), list) and body["files"]:
             with self.lock:
                 self.state.setdefault("spoiled", set()).add(body.get("upload"))
-        return response
-
-
-@mutant
-class ForeignNamesIgnored(StreamBook):
-    """A commit list naming files that are not of the upload is taken without them."""
-
-    name = "ver-commit-list-naming-other-files-ignores-them"
-    clause = "VER-6.d"
-    summary = "a commit listing a file that is not of the upload succeeds without it"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or error_code(response) != "invalid_argument":
-            return response
-        up = self.upload_of(request)
-        body = body_of(request)
-        listed = [f for f in body.get("files") or [] if isinstance(f, dict)]
-        if up is None:
-            return response
-        ours = {f.get("name") for f in up.write.get("files") or []}
-        kept = [f for f in listed if f.get("name") in ours]
-        if len(kept) == len(listed):
-            return response
-        return ok_or(upstream, request.with_json({**body, "files": kept}), response)
-
-
-@mutant
-class NameListedTwiceIncomplete(StreamBook):
-    name = "ver-commit-list-naming-a-file-twice-gets-409"
-    clause = "VER-6.d"
-    summary = "a commit listing one file twice gets 409 incomplete instead of 400"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint != "versions/commit" or error_code(response) != "invalid_argument":
-            return response
-        names = [f.get("name") for f in body_of(request).get("files") or []
-                 if isinstance(f, dict)]
-        if len(set(names)) < len(names):
-            return Response.error(409, "incomplete", "a file is listed twice")
         return response
 
 

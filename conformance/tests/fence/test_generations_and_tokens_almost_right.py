@@ -52,7 +52,7 @@ def _fenced_write(api: Client, box: Box, version: str, what: str) -> None:
     )
 
 
-@pytest.mark.rule("FENCE-1.a", "FENCE-2.a", "FENCE-2.b", "FENCE-2.d", "OPEN-2.a")
+@pytest.mark.rule("FENCE-1.a", "FENCE-2.a", "FENCE-2.b", "FENCE-2.d", "FENCE-3.a", "OPEN-2.a")
 def test_relaunch_with_same_holder_still_fences_old_launch(o41_env: Env, o41_api: Client) -> None:
     """SkyPilot relaunches a managed job with the same SKYPILOT_TASK_ID: the holder id is
     the same, the launch is not. Epochs, not holder ids, decide who may write."""

@@ -138,7 +138,7 @@ def _params() -> list:
     out = []
     for kind in REFUSALS:
         clauses = dict.fromkeys(
-            ["FENCE-4.a", REFUSALS[kind].clause, UNCHANGED.get(kind, "FENCE-4.a")]
+            ["FENCE-4.a", REFUSALS[kind].clause, UNCHANGED.get(kind, "FENCE-4.a"), "FENCE-2.d"]
         )
         marks = [pytest.mark.rule(*clauses)]
         if kind in NEEDS:

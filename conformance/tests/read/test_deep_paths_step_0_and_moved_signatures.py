@@ -108,7 +108,7 @@ def _lengthened(url: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-@pytest.mark.rule("VER-4.e")
+@pytest.mark.rule("VER-4.e", "API-1.a")
 def test_body_put_to_a_file_declared_empty_too_large(o41_env: Env, o41_api: Client) -> None:
     """VER-4.e: a file declared with size 0 takes no body: one byte is longer than declared."""
     box = open_box(o41_api, o41_env.artifact("empty-put"), "box-a")

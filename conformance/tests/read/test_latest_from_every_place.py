@@ -47,7 +47,7 @@ def test_latest_is_the_highest_step_whatever_the_readers_place(
                 f"resume_from of an open in {home}")
 
 
-@pytest.mark.rule("READ-1.c", "READ-1.a", "OPEN-2.a", "FORK-2.a", "API-1.e")
+@pytest.mark.rule("READ-1.c", "READ-1.a", "OPEN-2.a", "FORK-1.b", "FORK-2.a", "API-1.e")
 def test_list_shows_every_version_beyond_a_first_page(o41_env: Env, o41_api: Client) -> None:
     a = open_box(o41_api, o41_env.artifact("r1c-many"), "box-a")
     names = [f"step-{3 * n + 1:08d}" for n in range(MANY)]

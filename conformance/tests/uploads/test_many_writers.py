@@ -213,7 +213,7 @@ def test_a_write_into_an_upload_with_a_token_fenced_after_it_joined_is_fenced(
     expect_invisible(o41_api, name, V1, "VER-5.d", "the fenced upload")
 
 
-@pytest.mark.rule("VER-5.e")
+@pytest.mark.rule("VER-5.a", "VER-5.e")
 def test_the_commit_needs_the_files_of_every_write(o41_env: Env, o41_api: Client) -> None:
     """The second write's file not yet PUT: 409 incomplete, nothing shows; once it is, the
     same upload commits with both files."""

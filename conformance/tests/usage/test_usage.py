@@ -32,7 +32,7 @@ def _model(body: dict) -> UsageModel:
     return UsageModel(prices=DEFAULT_PRICES)
 
 
-@pytest.mark.rule("USAGE-1.a", "USAGE-1.b", "USAGE-1.d")
+@pytest.mark.rule("USAGE-1.a", "USAGE-1.b", "USAGE-1.c", "USAGE-1.d")
 def test_usage_counts_writes_and_ranged_reads_per_route(o41_env: Env, o41_api: Client) -> None:
     topo = o41_env.topology
     home = topo.locations[0]

@@ -1,0 +1,216 @@
+"""Mutants as rows: a clause, which requests a mutant bends, and how it bends the answer.
+
+A :class:`Row` is one mutant as data: its name, clause and summary, which exchanges it
+matches (:class:`On`: endpoints, kind, which replies) and how it bends them: the request
+rewritten before it is sent (``ask``), an answer given instead of sending it (``instead``),
+or the reply rewritten (``answer``). One interpreter, :class:`RowMutant`, plays any row;
+:func:`rows` registers each row as a mutant under its name, so the proxy, the table,
+``--only`` and ``--repeat`` find it as they found the class it replaced.
+
+A row marked ``tracked`` is played by :class:`TrackedRowMutant`, which keeps the facts
+of tracking.py (who opened what with which key, uploads, refused keys) for its bends to
+read; a mutant whose memory is its own (made-up holders, URLs seen) stays a
+:class:`~conformance.mutants.base.Mutant` subclass.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from conformance.mutants.base import Mutant, Request, Response, Upstream, error_code, mutant
+from conformance.mutants.tracking import Facts, Tracked, UploadInfo, body_of
+
+__all__ = ["On", "Row", "RowMutant", "TrackedRowMutant", "Turn", "body", "dropped", "error",
+           "headers", "internal_error", "refused_when", "row_mutant", "rows", "sent_upload",
+           "set_fields", "versions"]
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange as a bend sees it: the request sent, the upstream (for extra calls),
+    and, for a tracked row, the facts so far, read under ``lock``."""
+
+    request: Request
+    upstream: Upstream
+    lock: threading.Lock
+    facts: Facts | None = None
+    #: The tracked row's bookkeeping, for an exchange the bend makes itself (held lock).
+    observe: Callable[[Request, Response], None] | None = None
+
+    @property
+    def t(self) -> Facts:
+        assert self.facts is not None, "a bend that reads facts belongs to a tracked row"
+        return self.facts
+
+
+#: How a row bends a reply: the upstream's reply and its turn to the reply sent back.
+Bend = Callable[[Response, Turn], Response]
+
+
+@dataclass(frozen=True)
+class On:
+    """Which exchanges a row bends: requests of ``kind`` (``any``: API, data plane and
+    the rest) to one of ``endpoints`` (any if empty) for which ``when`` holds, and of
+    their replies those ``replies`` names: ``ok`` (2xx with a JSON object), ``error`` (a
+    contract error; ``code``: with that code), ``any``, or one status."""
+
+    endpoints: tuple[str, ...] = ()
+    kind: str = "api"
+    replies: str | int = "ok"
+    when: Callable[[Request], bool] | None = None
+    code: str | None = None
+
+    def asks(self, request: Request) -> bool:
+        return (self.kind in ("any", request.kind)
+                and (not self.endpoints or request.endpoint in self.endpoints)
+                and (self.when is None or self.when(request)))
+
+    def answers(self, response: Response) -> bool:
+        if isinstance(self.replies, int):
+            return response.status == self.replies
+        if self.replies == "ok":
+            return response.ok and isinstance(response.json(), dict)
+        if self.replies == "error":
+            code = error_code(response)
+            return code is not None and self.code in (None, code)
+        return True
+
+
+@dataclass(frozen=True)
+class Row:
+    """One mutant: what it is (name, clause, summary), where it acts (``on``) and how."""
+
+    name: str
+    clause: str
+    summary: str
+    on: On
+    ask: Callable[[Request], Request] | None = None
+    instead: Response | None = None
+    answer: Bend | None = None
+    tracked: bool = False
+
+
+class RowMutant(Mutant):
+    """The interpreter: plays its class's :attr:`row` on every exchange."""
+
+    row: ClassVar[Row]
+
+    def handle(self, request: Request, upstream: Upstream) -> Response:
+        row = self.row
+        if not row.on.asks(request):
+            return upstream.send(request)
+        if row.instead is not None:
+            return row.instead
+        request = row.ask(request) if row.ask else request
+        return self.bent(request, upstream.send(request), Turn(request, upstream, self.lock))
+
+    def bent(self, request: Request, reply: Response, turn: Turn) -> Response:
+        row = self.row
+        if row.answer is None or not row.on.asks(request) or not row.on.answers(reply):
+            return reply
+        return row.answer(reply, turn)
+
+
+class TrackedRowMutant(Tracked, RowMutant):
+    """The interpreter of a tracked row: every exchange is observed (tracking.py) whether
+    the row matches it or not, and the bends read the facts."""
+
+    def before(self, request: Request, upstream: Upstream) -> Request | Response | None:
+        row = self.row
+        if not row.on.asks(request):
+            return None
+        return row.instead if row.instead is not None else row.ask(request) if row.ask else None
+
+    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
+        return self.bent(request, response,
+                         Turn(request, upstream, self.lock, self.t, self.observe))
+
+
+def row_mutant(row: Row) -> type[RowMutant]:
+    """The mutant class that plays ``row`` (a class per row, so that each proxy run gets
+    its own instance, state and lock, as with any mutant); not registered."""
+    base = TrackedRowMutant if row.tracked else RowMutant
+    return type(f"Row_{row.name}", (base,), {
+        "row": row, "name": row.name, "clause": row.clause, "summary": row.summary,
+        "__doc__": row.summary, "__module__": __name__})
+
+
+def rows(*table: Row) -> tuple[Row, ...]:
+    """Register every row of ``table`` as a mutant named as the row."""
+    for row in table:
+        mutant(row_mutant(row))
+    return table
+
+
+# --- bends ------------------------------------------------------------------------------
+
+
+def body(change: Callable[[Json], Json | None]) -> Bend:
+    """The reply with its JSON object changed by ``change`` (None: left as it was)."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        changed = change(reply.json())
+        return reply if changed is None else reply.with_json(changed)
+
+    return bend
+
+
+def set_fields(**values: Any) -> Bend:
+    """The reply's JSON object with ``values`` set."""
+    return body(lambda obj: {**obj, **values})
+
+
+def dropped(*keys: str) -> Bend:
+    """The reply's JSON object without ``keys`` (left as it was if it has none of them)."""
+    return body(lambda obj: {k: v for k, v in obj.items() if k not in keys}
+                if any(k in obj for k in keys) else None)
+
+
+def _each_version(value: Any, change: Callable[[Json], Json]) -> Any:
+    if isinstance(value, list):
+        return [_each_version(v, change) for v in value]
+    if isinstance(value, dict):
+        out = {k: _each_version(v, change) for k, v in value.items()}
+        return change(out) if "version" in out and "step" in out else out
+    return value
+
+
+def versions(change: Callable[[Json], Json]) -> Bend:
+    """Every Version object in the reply (a dict with ``version`` and ``step``, nested ones
+    such as ``resume_from`` and list entries too) changed by ``change``."""
+    return body(lambda obj: _each_version(obj, change))
+
+
+def headers(**changes: str | None) -> Bend:
+    """The reply with headers replaced (``Content_Type`` is ``Content-Type``; None drops)."""
+    from conformance.mutants.m_read import with_headers
+
+    return lambda reply, turn: with_headers(reply, **changes)
+
+
+def error(status: int, code: str, message: str) -> Bend:
+    """The reply replaced by a contract error."""
+    refusal = Response.error(status, code, message)
+    return lambda reply, turn: refusal
+
+
+def refused_when(test: Callable[[Turn], bool], status: int, code: str, message: str) -> Bend:
+    """The reply replaced by a contract error when ``test`` holds for the turn."""
+    refusal = Response.error(status, code, message)
+    return lambda reply, turn: refusal if test(turn) else reply
+
+
+def sent_upload(turn: Turn) -> UploadInfo | None:
+    """The upload a (tracked) request names in its body, if the proxy saw it written."""
+    with turn.lock:
+        return turn.t.uploads.get(str(body_of(turn.request).get("upload")))
+
+
+def internal_error() -> Response:
+    """A crash as a careless server answers it."""
+    return Response.error(500, "internal", "Internal server error.")

@@ -1,0 +1,100 @@
+"""Mutants as rows (conformance/mutants/rows.py): one interpreter plays a row's match and
+bend, against a fake upstream that records what reached it."""
+
+from __future__ import annotations
+
+import json
+
+from conformance.mutants import MUTANTS
+from conformance.mutants.base import Mutant, Request, Response
+from conformance.mutants.rows import On, Row, Turn, error, internal_error, row_mutant, set_fields
+
+API = "/api/v1/"
+
+
+class Recorder:
+    """An upstream answering every request with ``reply``, keeping what it was sent."""
+
+    def __init__(self, reply: Response) -> None:
+        self.reply = reply
+        self.sent: list[Request] = []
+
+    def send(self, request: Request) -> Response:
+        self.sent.append(request)
+        return self.reply
+
+
+def ok(body: dict[str, object]) -> Response:
+    return Response(200, (("Content-Type", "application/json"),), json.dumps(body).encode())
+
+
+def post(endpoint: str, body: dict[str, object] | None = None) -> Request:
+    return Request("POST", API + endpoint, body=json.dumps(body or {}).encode())
+
+
+def play(row: Row, request: Request, upstream: Recorder) -> Response:
+    return row_mutant(row)().handle(request, upstream)
+
+
+def test_a_row_is_a_mutant_with_its_name_clause_and_summary() -> None:
+    row = Row("route-always-away", "API-1.d", "a write answers route away",
+              On(("versions/write",)), answer=set_fields(route="away"))
+    cls = row_mutant(row)
+    assert issubclass(cls, Mutant)
+    assert (cls.name, cls.clause, cls.summary) == (row.name, "API-1.d", row.summary)
+    bent = play(row, post("versions/write"), Recorder(ok({"route": "local", "upload": "u"})))
+    assert bent.json() == {"route": "away", "upload": "u"}
+
+
+def test_the_rows_of_the_table_are_registered_under_their_names() -> None:
+    for name in ("shape-open-artifact-missing", "auth_unknown_key_open_403",
+                 "fence_invalid_open_bumps_epoch"):
+        assert MUTANTS[name].row.name == name  # type: ignore[attr-defined]
+
+
+def test_a_row_leaves_other_endpoints_and_other_replies_as_they_were() -> None:
+    row = Row("open-route-away", "API-1.g", "an open answers route away",
+              On(("artifacts/open",)), answer=set_fields(route="away"))
+    assert play(row, post("versions/write"), Recorder(ok({"a": 1}))).json() == {"a": 1}
+    refusal = Response.error(409, "fenced", "newer open")
+    assert play(row, post("artifacts/open"), Recorder(refusal)) is refusal
+
+
+def test_a_row_on_an_error_code_bends_only_that_code() -> None:
+    row = Row("fenced-as-404", "FENCE-2.e", "fenced answered as not found",
+              On(("versions/commit",), replies="error", code="fenced"),
+              answer=error(404, "not_found", "no such token"))
+    fenced = play(row, post("versions/commit"),
+                  Recorder(Response.error(409, "fenced", "newer open")))
+    assert (fenced.status, fenced.json()["error"]["code"]) == (404, "not_found")
+    invalid = Response.error(400, "invalid_argument", "bad token")
+    assert play(row, post("versions/commit"), Recorder(invalid)) is invalid
+
+
+def test_a_row_answering_instead_never_reaches_the_upstream() -> None:
+    row = Row("array-open-crashes", "API-1.f", "an array body crashes",
+              On(("artifacts/open",), when=lambda r: isinstance(r.json(), list)),
+              instead=internal_error())
+    upstream = Recorder(ok({}))
+    array = Request("POST", API + "artifacts/open", body=b"[]")
+    assert play(row, array, upstream).status == 500
+    assert upstream.sent == []
+    play(row, post("artifacts/open"), upstream)
+    assert len(upstream.sent) == 1
+
+
+def test_a_tracked_rows_bend_reads_the_opens_seen_before() -> None:
+    def earlier_epochs(reply: Response, turn: Turn) -> Response:
+        with turn.lock:
+            epochs = [o.epoch for o in turn.t.opens.get("p/a", [])]
+        return reply.with_json({**reply.json(), "seen": epochs})
+
+    mutant = row_mutant(Row("opens-seen", "FENCE-1.a", "an open answers the epochs seen",
+                            On(("artifacts/open",)), answer=earlier_epochs, tracked=True))()
+    opened = {"artifact": "p/a", "epoch": 1, "holder": "h", "token": "tk_1"}
+    upstream = Recorder(ok(opened))
+    request = post("artifacts/open", {"artifact": "p/a", "holder": "h"})
+    first = mutant.handle(request, upstream)
+    upstream.reply = ok({**opened, "epoch": 2, "token": "tk_2"})
+    second = mutant.handle(request, upstream)
+    assert (first.json()["seen"], second.json()["seen"]) == ([1], [1, 2])
