@@ -40,11 +40,10 @@ is_part = is_marker  # the same matching, against the ``parts`` patterns
 
 
 class StepCommitter(Protocol):
-    """What a transaction asks of its filesystem: commit or drop a step, and fsspec's own
-    flags of a transaction in progress."""
+    """What a transaction asks of its filesystem: commit or drop a step, and to set fsspec's
+    flags of a transaction in progress (its own attributes, set by its own method)."""
 
-    _intrans: bool
-    _transaction: Transaction | None
+    def mark_transaction(self, open_: bool) -> None: ...
 
     def commit_step(self, key: StepKey) -> object: ...
 
@@ -84,7 +83,7 @@ class StepTransaction(Transaction):
         self.files = deque()
         self.steps = set()
         self.deferred = {}
-        self.fs._intrans = True
+        self.fs.mark_transaction(True)
 
     def complete(self, commit: bool = True) -> None:
         fs: StepCommitter = self.fs
@@ -112,8 +111,7 @@ class StepTransaction(Transaction):
             for later in deferred.values():
                 later(commit)
             self.root_step = None
-            fs._intrans = False
-            fs._transaction = None
+            fs.mark_transaction(False)
 
 
 __all__ = ["DEFAULT_MARKERS", "DEFAULT_PARTS", "HELD", "StepKey", "StepTransaction",
