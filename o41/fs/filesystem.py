@@ -1,13 +1,9 @@
-"""``o41://`` as an fsspec filesystem: the only change a trainer makes is the location string.
-
-Registered through the ``fsspec.specs`` entry point, so ``fsspec.open("o41://...")`` and
-every library that takes an fsspec URL find it. Built as s3fs is, by composition: one
-``O41FileSystem`` holds a ``Reader`` (``o41.fs.reader``: signed listings and reads) and a
-``Writer`` (``o41.fs.writer``: the job's launch, streamed files, steps committed), made from
-one ``FsOptions`` (``o41.fs.options``); its fsspec methods tell paths and pass them on. Its
-files are ``ReadFile`` (``o41.fs.readfile``) and ``WriteFile`` (``o41.fs.writer``), each given
-what it needs when made. Downloads (fsspec's ``get``) go in one parallel, sha256-verified
-download per call; loaded frameworks learn o41's checkpoints through their adapters.
+"""``o41://`` as an fsspec filesystem (the ``fsspec.specs`` entry point): the only change a
+trainer makes is the location string. Composed as s3fs is: one ``O41FileSystem`` holds a
+``Reader`` (``o41.fs.reader``: signed listings, reads, downloads) and a ``Writer``
+(``o41.fs.writer``: the job's launch, streamed files, steps committed), both made from one
+``FsOptions`` (``o41.fs.options``); its fsspec methods parse paths and pass them on. Its files,
+``ReadFile`` and ``WriteFile``, are given what they need when made.
 
 Who opens, and when (``mode``): a reader never opens, so it never fences a trainer; a writing
 job opens once (``o41.writing.registry``, ``o41.job``), at its first write, at the start of a
@@ -19,7 +15,6 @@ from __future__ import annotations
 import os
 import threading
 from datetime import datetime
-from pathlib import Path
 
 from fsspec.spec import AbstractFileSystem
 from fsspec.utils import isfilelike
@@ -28,17 +23,16 @@ from o41.checkpoint import Run
 from o41.errors import ConfigError
 from o41.fs.frameworks import mend_loaded
 from o41.fs.options import FsOptions
-from o41.fs.reader import HeldVersions, Info, Reader
+from o41.fs.reader import HeldVersions, Info, Reader, download
 from o41.fs.readfile import ReadFile
 from o41.fs.writer import DEFAULT, WriteFile, Writer
-from o41.models import FileEntry, Version
-from o41.paths import O41Path, outside_layout, parse
+from o41.models import Version
+from o41.paths import O41Path, outside_layout, parse, strip_url
 from o41.transport.api import ApiClient
 from o41.transport.put import BUFFER
-from o41.transport.transfer import WORKERS, download
+from o41.transport.transfer import WORKERS
 from o41.writing import retain
 from o41.writing.guard import refuse_removal
-from o41.writing.launch import Launch
 from o41.writing.stage import (
     DEFAULT_MARKERS,
     DEFAULT_PARTS,
@@ -70,11 +64,10 @@ class O41FileSystem(AbstractFileSystem):
         self.options = o = FsOptions.from_options(
             api_url, api_key, place, resume, markers, parts, workers, holder, mode, on_fenced,
             write_buffer, commit_after)
-        self.settings, self.place, self.holder, self.mode = o.settings, o.place, o.holder, o.mode
-        self.resume, self.markers, self.parts, self.workers = o.resume, o.markers, o.parts, \
-            o.workers
-        self.write_buffer, self.commit_after, self.on_fenced = o.write_buffer, \
-            o.commit_after, o.on_fenced
+        self.settings, self.place, self.holder = o.settings, o.place, o.holder
+        self.mode, self.resume, self.markers, self.parts = o.mode, o.resume, o.markers, o.parts
+        self.workers, self.write_buffer = o.workers, o.write_buffer
+        self.commit_after, self.on_fenced = o.commit_after, o.on_fenced
         self.api = ApiClient.from_settings(o.settings)
         held = HeldVersions()
         self.writer = Writer(o, self.api, held,
@@ -93,28 +86,25 @@ class O41FileSystem(AbstractFileSystem):
     # -- paths ------------------------------------------------------------------------------
 
     @classmethod
-    def _strip_protocol(cls, path: str) -> str:
-        """``o41://P/N/x`` -> ``P/N/x``; also ``o41:/P/N/x``, which ``pathlib`` makes of a URL
-        (Ray Train joins its ``storage_path`` with ``Path(...).as_posix()``)."""
-        if isinstance(path, str) and path.startswith("o41:/") and path[5:6] != "/":
-            path = "o41://" + path[5:]
-        return str(super()._strip_protocol(path))
+    def _strip_protocol(cls, path: PathArg | list[PathArg]) -> str | list[str]:
+        """fsspec's hook (``url_to_fs`` hands it a list too): ``o41.paths.strip_url``."""
+        return [strip_url(p) for p in path] if isinstance(path, list) else strip_url(path)
 
     @classmethod
     def strip(cls, path: str) -> str:
         """``o41://P/N/x`` -> ``P/N/x`` (fsspec's ``_strip_protocol``, for the adapters)."""
-        return cls._strip_protocol(path)
+        return strip_url(path)
 
     def parse_path(self, path: PathArg) -> O41Path:
         """The parsed ``o41://`` path; under ``mode="write"`` the first touch of an artifact
         opens it."""
-        found = parse(self._strip_protocol(os.fspath(path)))
+        found = parse(strip_url(os.fspath(path)))
         if self.mode == "write":
             self.writer.launch(found.artifact)
         return found
 
     def _artifact(self, name: str) -> str:
-        return parse(self._strip_protocol(name)).artifact if "://" in name \
+        return parse(strip_url(name)).artifact if "://" in name \
             or name.count("/") > 1 else name
 
     # -- fsspec's transaction: its flags are set here, by this filesystem's own methods ----
@@ -157,7 +147,7 @@ class O41FileSystem(AbstractFileSystem):
 
     def version_of(self, path: str) -> Version:
         """The committed version that holds ``path`` (``o41://P/N/<file>`` at the top too)."""
-        return self.reader.version_at(parse(self._strip_protocol(path)))
+        return self.reader.version_at(parse(strip_url(path)))
 
     def version_at(self, where: O41Path) -> Version:
         """The committed version holding ``where`` (a file at the top too)."""
@@ -182,18 +172,18 @@ class O41FileSystem(AbstractFileSystem):
             self.reader.held.clear()
             return
         try:
-            artifact = parse(self._strip_protocol(path)).artifact
+            artifact = parse(strip_url(path)).artifact
         except FileNotFoundError:
             return
         self.hold_latest(artifact, None)
 
     def ls(self, path: str, detail: bool = True, **kwargs: object) -> list[Info] | list[str]:
-        found = self.reader.ls(self.parse_path(path), self._strip_protocol(path).rstrip("/"),
+        found = self.reader.ls(self.parse_path(path), strip_url(path).rstrip("/"),
                                path)
         return found if detail else [str(o["name"]) for o in found]
 
     def info(self, path: str, **kwargs: object) -> Info:
-        return self.reader.info(self.parse_path(path), self._strip_protocol(path).rstrip("/"),
+        return self.reader.info(self.parse_path(path), strip_url(path).rstrip("/"),
                                 path)
 
     def exists(self, path: str, **kwargs: object) -> bool:
@@ -237,7 +227,7 @@ class O41FileSystem(AbstractFileSystem):
             super().get(self._pin(rpath), lpath, recursive=recursive, **kwargs)
         finally:
             self._local.get_batch = None
-        self._download(batch)
+        download(batch, self.workers)
 
     def get_file(self, rpath: str, lpath: PathArg, callback: object = None,
                  outfile: object = None, **kwargs: object) -> None:
@@ -252,16 +242,7 @@ class O41FileSystem(AbstractFileSystem):
         if batch is not None:
             batch.append(pair)
         else:
-            self._download([pair])
-
-    def _download(self, pairs: list[tuple[FileEntry, str]]) -> None:
-        if not pairs:
-            return
-        paths = [os.path.abspath(p) for _, p in pairs]
-        root = os.path.commonpath([os.path.dirname(p) for p in paths])
-        entries = [FileEntry(Path(os.path.relpath(p, root)).as_posix(), e.size, e.sha256, e.url)
-                   for (e, _), p in zip(pairs, paths, strict=True)]
-        download(entries, root, workers=self.workers)
+            download([pair], self.workers)
 
     def _open(self, path: str, mode: str = "rb", block_size: int | None = None,
               autocommit: bool = True, cache_options: dict[str, object] | None = None,
@@ -279,18 +260,10 @@ class O41FileSystem(AbstractFileSystem):
 
     # -- writing ----------------------------------------------------------------------------
 
-    def launch(self, artifact: str, resume: str | None = DEFAULT) -> Launch:
-        """The artifact's launch in this process: opened once (``o41.writing.registry``), with
-        the ``resume`` option unless told otherwise (a Lightning fit follows its ckpt_path)."""
-        return self.writer.launch(self._artifact(artifact), resume)
-
     def run(self, artifact: str, resume: str | None = DEFAULT) -> Run:
-        """The open of ``artifact`` (its token, epoch and what it resumed from)."""
-        return self.launch(artifact, resume).run
-
-    def held_latest(self, artifact: str) -> str | None:
-        """The version ``latest`` means to this instance now, if it holds one."""
-        return self.writer.held_latest(artifact)
+        """The open of ``artifact`` (its token, epoch and what it resumed from); ``resume``
+        unless told otherwise (a Lightning fit follows its ckpt_path)."""
+        return self.writer.launch(self._artifact(artifact), resume).run
 
     def uncommitted(self) -> list[str]:
         """Steps written but not committed (not visible), as ``o41://P/N/step-…``."""
@@ -303,29 +276,11 @@ class O41FileSystem(AbstractFileSystem):
     def commit_pending(self, path: str | None = None) -> None:
         """Commit now every step this process closed its files in and has not committed
         (``o41.writing.deferred``), of ``path``'s artifact or of every artifact."""
-        self.writer.commit_pending(parse(self._strip_protocol(path)).artifact if path else None)
+        self.writer.commit_pending(parse(strip_url(path)).artifact if path else None)
 
     def write_target(self, path: str) -> tuple[StepKey, str]:
         """The step (``(artifact, version)``) and file name a written ``path`` goes to."""
         return self.writer.write_target(self.parse_path(path), path, self._root_step())
-
-    def check_new_step(self, key: StepKey) -> None:
-        """Refuse a write into ``key`` whose commit must fail, before any open."""
-        self.writer.check_new_step(key)
-
-    def writable(self, artifact: str) -> Launch:
-        """The launch of ``artifact``, opened if need be; a fenced one stops here."""
-        return self.writer.writable(artifact)
-
-    def closed_write(self, f: WriteFile) -> None:
-        self.writer.closed_write(f)
-
-    def hold_step(self, key: StepKey) -> None:
-        """Keep closes and transactions from committing ``key``: its holder commits it."""
-        self.writer.hold_step(key)
-
-    def release_step(self, key: StepKey) -> None:
-        self.writer.release_step(key)
 
     def discard_step(self, key: StepKey) -> None:
         """Drop a step: none of its files becomes visible."""

@@ -11,15 +11,18 @@ polls for new checkpoints.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from o41.errors import NotFound, TransportError
 from o41.fs.options import FsOptions
 from o41.models import FileEntry, Version
 from o41.paths import O41Path, step_in_name
+from o41.transport import transfer
 from o41.transport.api import ApiClient
 from o41.transport.memread import read_range
 from o41.writing import registry
@@ -241,6 +244,17 @@ class Reader:
         return f"{where.artifact}/{version}{tail}" + ("/" if path.endswith("/") else "")
 
 
+def download(pairs: list[tuple[FileEntry, str]], workers: int) -> None:
+    """Files to local paths, in one parallel, sha256-verified download."""
+    if not pairs:
+        return
+    paths = [os.path.abspath(p) for _, p in pairs]
+    root = os.path.commonpath([os.path.dirname(p) for p in paths])
+    entries = [FileEntry(Path(os.path.relpath(p, root)).as_posix(), e.size, e.sha256, e.url)
+               for (e, _), p in zip(pairs, paths, strict=True)]
+    transfer.download(entries, root, workers=workers)
+
+
 def file_info(name: str, e: FileEntry) -> Info:
     return {"name": name, "type": "file", "size": e.size, "sha256": e.sha256}
 
@@ -255,4 +269,4 @@ def _reuse_for(version: Version) -> float:
     return max(0.0, min(SIGNED_FOR, left / 2))
 
 
-__all__ = ["HeldVersions", "Info", "Reader", "SIGNED_FOR", "file_info"]
+__all__ = ["HeldVersions", "Info", "Reader", "SIGNED_FOR", "download", "file_info"]

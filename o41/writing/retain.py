@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from o41.errors import Fenced, Immutable, IsLatest, NotFound, O41Error
 from o41.job import hooks
@@ -61,7 +61,7 @@ class RetentionHost(Protocol):
 
     def refuse_if_fenced(self, artifact: str) -> None: ...
 
-    def exists(self, path: str, **kwargs: Any) -> bool: ...
+    def exists(self, path: str, **kwargs: object) -> bool: ...
 
 _lock = threading.Lock()
 # (API, artifact, version) -> names of its files this process removed

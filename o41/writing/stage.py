@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from fsspec.transaction import Transaction
 
@@ -53,7 +53,7 @@ class StepCommitter(Protocol):
 class StepTransaction(Transaction):
     """``with fs.transaction:``: the files of each step written inside become ONE version."""
 
-    def __init__(self, fs: StepCommitter, **kwargs: Any) -> None:
+    def __init__(self, fs: StepCommitter, **kwargs: object) -> None:
         super().__init__(fs, **kwargs)
         self.steps: set[StepKey] = set()
         self.depth = 0
@@ -71,7 +71,7 @@ class StepTransaction(Transaction):
             self.start()
         return self
 
-    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         self.depth -= 1
         if exc_type is not None and self.depth > 0:
             self.failed = True
