@@ -1,7 +1,7 @@
 """Deleting committed versions (VER-7): keep-the-last-k bounds an ``o41://`` artifact as it
 bounds a bucket.
 
-``fs.rm`` of what this process wrote and has not committed only drops it (``o41.fs.writing``).
+``fs.rm`` of what this process wrote and has not committed only drops it (``o41.fs.writer``).
 ``fs.rm`` of a committed version deletes it (``versions/delete``) with the token of this
 process's open of the artifact:
 
