@@ -24,7 +24,6 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -65,7 +64,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _emit(data: Any, as_json: bool, text: str) -> None:
+def _emit(data: object, as_json: bool, text: str) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True) if as_json else text)
 
 
@@ -198,7 +197,7 @@ def usage_command(location: str | None, as_json: bool) -> None:
     _emit(data, as_json, "\n".join(parts))
 
 
-def _place(value: Any) -> str:
+def _place(value: object) -> str:
     if isinstance(value, dict):
         return f"{value.get('cloud')}/{value.get('region')}"
     return "unknown" if value is None else str(value)

@@ -256,7 +256,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 }
 
 
-def from_response(status: int, body: Any) -> ApiError:
+def from_response(status: int, body: object) -> ApiError:
     """Build the error for an API reply: by its ``error.code``, else by its HTTP status."""
     code: str | None = None
     message = f"HTTP {status}"

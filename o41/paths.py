@@ -24,6 +24,7 @@ o41's Lightning save, the trainer's global step.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -53,6 +54,18 @@ class O41Path:
     def url(self) -> str:
         tail = "/".join(p for p in (self.version, self.name) if p)
         return f"o41://{self.artifact}" + (f"/{tail}" if tail else "")
+
+
+def strip_url(path: str | os.PathLike[str]) -> str:
+    """``o41://P/N/x`` -> ``P/N/x``, as fsspec strips a protocol (also ``o41::``, and a
+    trailing ``/``); and ``o41:/P/N/x``, which ``pathlib`` makes of a URL (Ray Train joins
+    its ``storage_path`` with ``Path(...).as_posix()``)."""
+    text = os.fspath(path)
+    for prefix in ("o41://", "o41::", "o41:/"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    return text.rstrip("/")
 
 
 def parse(stripped: str) -> O41Path:
@@ -141,5 +154,5 @@ def _layout_hint(path: O41Path, first: str) -> str:
     return f"write it into its step's folder, as {root}/step-100/{path.name} for step 100"
 
 
-__all__ = ["O41Path", "folder_version", "outside_layout", "parse", "step_in_name",
+__all__ = ["O41Path", "folder_version", "outside_layout", "parse", "step_in_name", "strip_url",
            "top_version"]

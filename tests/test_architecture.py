@@ -84,6 +84,47 @@ def test_client_modules_import_no_circle_type_only_and_in_function_imports_count
     assert [name for name in modules if reaches(name, name)] == []
 
 
+def test_client_filesystem_is_composed_of_a_reader_and_a_writer_not_a_class_chain():
+    from o41.fs.filesystem import O41FileSystem
+    from o41.fs.reader import Reader
+    from o41.fs.writer import Writer
+
+    bases = [c for c in O41FileSystem.__mro__[1:] if c.__module__.startswith("o41")]
+    assert bases == []
+    fs = O41FileSystem(api_url="http://127.0.0.1:9", api_key="k", skip_instance_cache=True)
+    assert isinstance(fs.reader, Reader) and isinstance(fs.writer, Writer)
+
+
+def test_no_client_parameter_reaches_a_host_as_any():
+    hosts = {"self", "fs", "host", "owner"}
+    found = [f"{name}:{node.lineno}" for name, tree in _client_modules().items()
+             for node in ast.walk(tree)
+             if isinstance(node, ast.arg) and node.arg in hosts
+             and isinstance(node.annotation, ast.Name) and node.annotation.id == "Any"]
+    assert found == []
+
+
+def test_no_client_module_reads_a_private_name_of_another_object():
+    stdlib = {"os", "sys", "threading", "signal", "io"}  # os._exit is their public API
+    found = [f"{name}:{node.lineno} {ast.unparse(node)}"
+             for name, tree in _client_modules().items() for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+             and not node.attr.startswith("__")
+             and not (isinstance(node.value, ast.Name)
+                      and node.value.id in {"self", "cls"} | stdlib)]
+    assert found == []
+
+
+def test_client_has_no_slf001_and_at_most_ten_any_annotations():
+    ruff = Path(sys.executable).with_name("ruff")
+    out = subprocess.run([str(ruff), "check", "--isolated", "--select", "SLF001,ANN401",
+                          "--output-format", "concise", "o41"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    codes = re.findall(r": (SLF001|ANN401) ", out.stdout)
+    assert codes.count("SLF001") == 0, out.stdout[-3000:]
+    assert codes.count("ANN401") <= 10, out.stdout[-3000:]
+
+
 def _layers() -> list[str]:
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     (layers,) = [c for c in contracts["contracts"]

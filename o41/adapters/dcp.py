@@ -27,15 +27,21 @@ import functools
 import importlib
 import io
 import logging
+import os
 import pickle
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
 
 from o41.paths import parse
 from o41.writing import registry
 
 if TYPE_CHECKING:
     from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
+    from torch.distributed.checkpoint.metadata import Metadata
+    from torch.distributed.checkpoint.planner import LoadPlan, LoadPlanner, SavePlan, SavePlanner
+    from torch.distributed.checkpoint.storage import WriteResult
+    from torch.futures import Future
 
     from o41.fs.filesystem import O41FileSystem
 
@@ -45,10 +51,10 @@ _lock = threading.Lock()
 _mended = False
 
 
-def _o41_fs(storage: Any) -> Any:
+def _o41_fs(storage: object) -> O41FileSystem | None:
     """The writer's or reader's o41 filesystem, or None when it writes elsewhere."""
     fs = getattr(getattr(storage, "fs", None), "fs", None)
-    return fs if getattr(fs, "protocol", None) == "o41" else None
+    return cast("O41FileSystem", fs) if getattr(fs, "protocol", None) == "o41" else None
 
 
 class O41Results(list):  # type: ignore[type-arg]
@@ -56,11 +62,12 @@ class O41Results(list):  # type: ignore[type-arg]
 
     o41_files: list[dict[str, Any]]
 
-    def __init__(self, items: Any = (), files: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, items: Iterable[WriteResult] = (),
+                 files: list[dict[str, Any]] | None = None) -> None:
         super().__init__(items)
         self.o41_files = list(files or [])
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[O41Results], tuple[list[WriteResult], list[dict[str, Any]]]]:
         return (O41Results, (list(self), self.o41_files))
 
 
@@ -86,18 +93,18 @@ class O41Prefix:
     o41: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def _step_of(fs: O41FileSystem, path: Any) -> tuple[str, str]:
+def _step_of(fs: O41FileSystem, path: str | os.PathLike[str]) -> tuple[str, str]:
     key, _ = fs.write_target(f"{str(path).rstrip('/')}/.metadata")
     return key
 
 
-def _mend_writer(cls: Any) -> None:
+def _mend_writer(cls: type[FsspecWriter]) -> None:
     setup, global_plan = cls.set_up_storage_writer, cls.prepare_global_plan
     write_data, finish = cls.write_data, cls.finish
 
     @functools.wraps(setup)
-    def set_up_storage_writer(self: FsspecWriter, is_coordinator: bool, *args: Any, **kwargs: Any
-                              ) -> Any:
+    def set_up_storage_writer(self: FsspecWriter, is_coordinator: bool, *args: object,
+                              **kwargs: object) -> None:
         self._o41_coordinator = is_coordinator
         fs = _o41_fs(self)
         if fs is not None:  # a save is every rank's write call: a fenced rank stops here,
@@ -105,14 +112,14 @@ def _mend_writer(cls: Any) -> None:
         return setup(self, is_coordinator, *args, **kwargs)
 
     @functools.wraps(global_plan)
-    def prepare_global_plan(self: FsspecWriter, plans: list[Any]) -> list[Any]:
+    def prepare_global_plan(self: FsspecWriter, plans: list[SavePlan]) -> list[SavePlan]:
         plans = global_plan(self, plans)
         fs = _o41_fs(self)
         if fs is None:
             return plans
         artifact, version = _step_of(fs, self.path)
-        fs.check_new_step((artifact, version))  # before the open: a refusal fences nobody
-        launch = fs.writable(artifact)  # the job's one open (or o41 run's)
+        fs.writer.check_new_step((artifact, version))  # before the open: a refusal fences nobody
+        launch = fs.writer.writable(artifact)  # the job's one open (or o41 run's)
         launch.declare(version, [".metadata"])  # starts the step's upload
         ticket = {"api_url": fs.api.api_url, "artifact": artifact, "version": version,
                   "token": launch.token, "epoch": launch.epoch,
@@ -121,7 +128,8 @@ def _mend_writer(cls: Any) -> None:
                 for p in plans]
 
     @functools.wraps(write_data)
-    def write_data_(self: FsspecWriter, plan: Any, planner: Any) -> Any:
+    def write_data_(self: FsspecWriter, plan: SavePlan, planner: SavePlanner
+                    ) -> Future[list[WriteResult]]:
         fs = _o41_fs(self)
         ticket = getattr(plan.storage_data, "o41", None)
         if fs is None or not ticket:
@@ -153,12 +161,13 @@ def _mend_writer(cls: Any) -> None:
         return out
 
     @functools.wraps(finish)
-    def finish_(self: FsspecWriter, metadata: Any, results: list[Any]) -> Any:
+    def finish_(self: FsspecWriter, metadata: Metadata, results: list[list[WriteResult]]
+                ) -> None:
         fs = _o41_fs(self)
         if fs is None:
             return finish(self, metadata, results)
         artifact, version = _step_of(fs, self.path)
-        launch = fs.writable(artifact)
+        launch = fs.writer.writable(artifact)
         for wr_list in results:
             for f in getattr(wr_list, "o41_files", []):
                 launch.finished(version, f["name"], f["size"], f["sha256"])
@@ -170,22 +179,22 @@ def _mend_writer(cls: Any) -> None:
     cls.finish = finish_
 
 
-def _mend_reader(cls: Any) -> None:
+def _mend_reader(cls: type[FsspecReader]) -> None:
     read_metadata, local_plan = cls.read_metadata, cls.prepare_local_plan
     global_plan, read_data = cls.prepare_global_plan, cls.read_data
 
     @functools.wraps(read_metadata)
-    def read_metadata_(self: FsspecReader, *args: Any, **kwargs: Any) -> Any:
+    def read_metadata_(self: FsspecReader, *args: object, **kwargs: object) -> Metadata:
         metadata = read_metadata(self, *args, **kwargs)
         fs = _o41_fs(self)
         if fs is not None:
             where = parse(fs.strip(str(self.path)))
             self._o41_version = (where.version if where.version not in (None, "latest")
-                                 else fs.held_latest(where.artifact))
+                                 else fs.writer.held_latest(where.artifact))
         return metadata
 
     @functools.wraps(local_plan)
-    def prepare_local_plan(self: FsspecReader, plan: Any) -> Any:
+    def prepare_local_plan(self: FsspecReader, plan: LoadPlan) -> LoadPlan:
         plan = local_plan(self, plan)
         version = getattr(self, "_o41_version", None)
         if _o41_fs(self) is None or version is None:
@@ -193,7 +202,7 @@ def _mend_reader(cls: Any) -> None:
         return dataclasses.replace(plan, storage_data={"o41_version": version})
 
     @functools.wraps(global_plan)
-    def prepare_global_plan(self: FsspecReader, plans: list[Any]) -> list[Any]:
+    def prepare_global_plan(self: FsspecReader, plans: list[LoadPlan]) -> list[LoadPlan]:
         plans = global_plan(self, plans)
         version = getattr(self, "_o41_version", None)
         if _o41_fs(self) is None or version is None:
@@ -201,7 +210,7 @@ def _mend_reader(cls: Any) -> None:
         return [dataclasses.replace(p, storage_data={"o41_version": version}) for p in plans]
 
     @functools.wraps(read_data)
-    def read_data_(self: FsspecReader, plan: Any, planner: Any) -> Any:
+    def read_data_(self: FsspecReader, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
         fs = _o41_fs(self)
         chosen = (plan.storage_data or {}).get("o41_version") if isinstance(
             plan.storage_data, dict) else None

@@ -41,13 +41,21 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
 import fsspec
 
 from o41.adapters.lightning_async import mend_async
+from o41.adapters.lightning_internals import (
+    callback_hooks,
+    checkpoint_connector,
+    replace_callback_hooks,
+)
 from o41.adapters.lightning_steps import begin, flush, saving, targets
 from o41.adapters.lightning_steps import teardown as end_of_fit
 from o41.errors import ConfigError, Immutable, IsLatest, NotAfterLatest, VersionExists
@@ -60,6 +68,7 @@ if TYPE_CHECKING:
     from lightning.pytorch.trainer.connectors.checkpoint_connector import (
         _CheckpointConnector,
     )
+    from lightning.pytorch.trainer.states import TrainerFn
 
     from o41.fs.filesystem import O41FileSystem
 
@@ -69,6 +78,8 @@ _LAST = re.compile(r"^last(-v\d+)?\.ckpt$")
 _PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 _lock = threading.Lock()
 _FITTING = "fit"
+_mended: set[type] = set()  # the ModelCheckpoint classes mended (or refused) already
+CkptPath = str | os.PathLike[str] | None
 
 
 def mend() -> None:
@@ -82,72 +93,74 @@ def mend() -> None:
             except ImportError:
                 continue
             checkpoint_cls = callbacks.ModelCheckpoint
-            if getattr(checkpoint_cls, "_o41_mended", False):
+            if checkpoint_cls in _mended:
                 continue
             trainer_cls = importlib.import_module(f"{package}.trainer.trainer").Trainer
             try:
                 _check_mendable(checkpoint_cls, connector, trainer_cls)
             except AttributeError as exc:
                 _refuse_fit(trainer_cls, checkpoint_cls, package, exc)
-                checkpoint_cls._o41_mended = True
+                _mended.add(checkpoint_cls)
                 continue
             _mend_checkpoint(checkpoint_cls)
-            _mend_connector(connector._CheckpointConnector, checkpoint_cls)
+            _mend_connector(checkpoint_connector(connector), checkpoint_cls)
             _mend_trainer(trainer_cls, checkpoint_cls)
             _mend_hooks(importlib.import_module(f"{package}.trainer.call"), checkpoint_cls)
             mend_async(package)
-            checkpoint_cls._o41_mended = True
+            _mended.add(checkpoint_cls)
 
 
-def _check_mendable(checkpoint_cls: Any, connector: Any, trainer_cls: Any) -> None:
+def _check_mendable(checkpoint_cls: type[ModelCheckpoint], connector: ModuleType,
+                    trainer_cls: type[Trainer]) -> None:
     """Every Lightning internal the mend wraps is there, or none is wrapped."""
     for owner, names in ((checkpoint_cls, ("_find_last_checkpoints", "_remove_checkpoint",
                                            "setup", "_save_last_checkpoint")),
-                         (connector._CheckpointConnector, ("_select_ckpt_path",)),
+                         (checkpoint_connector(connector), ("_select_ckpt_path",)),
                          (trainer_cls, ("save_checkpoint", "_teardown", "fit"))):
         for name in names:
             getattr(owner, name)
 
 
-def _refuse_fit(trainer_cls: Any, checkpoint_cls: Any, package: str, why: Exception) -> None:
+def _refuse_fit(trainer_cls: type[Trainer], checkpoint_cls: type[ModelCheckpoint], package: str,
+                why: Exception) -> None:
     """Where this Lightning cannot be mended, a fit into o41:// fails with one line,
     instead of saving checkpoints that would not resume."""
     fit = trainer_cls.fit
     version = getattr(importlib.import_module(package.partition(".")[0]), "__version__", "?")
 
     @functools.wraps(fit)
-    def fit_(self: Trainer, *args: Any, **kwargs: Any) -> Any:
+    def fit_(self: Trainer, *args: object, **kwargs: object) -> None:
         if any(isinstance(cb, checkpoint_cls) and _o41(cb) is not None
                for cb in self.checkpoint_callbacks):
             raise ConfigError(f"o41: cannot teach {package} {version} o41's checkpoint "
                               f"layout ({why}); a ModelCheckpoint(dirpath='o41://…') needs "
                               "lightning 2.5 or 2.6")
-        return fit(self, *args, **kwargs)
+        fit(self, *args, **kwargs)
 
     trainer_cls.fit = fit_
 
 
-def _o41(callback: Any) -> Any:
-    """The callback's o41 filesystem, or None when its dirpath is elsewhere (told by its
-    protocol: ``o41.fs.filesystem`` imports this module, not the other way round)."""
+def _o41(callback: object) -> O41FileSystem | None:
+    """The callback's o41 filesystem, or None when its dirpath is elsewhere."""
     fs = getattr(callback, "_fs", None)
     dirpath = str(getattr(callback, "dirpath", "") or "")
-    return fs if getattr(fs, "protocol", None) == "o41" and dirpath.startswith("o41://") else None
+    found = fs if getattr(fs, "protocol", None) == "o41" and dirpath.startswith("o41://") else None
+    return cast("O41FileSystem | None", found)
 
 
-def _mend_checkpoint(cls: Any) -> None:
+def _mend_checkpoint(cls: type[ModelCheckpoint]) -> None:
     find_last = cls._find_last_checkpoints
     remove = cls._remove_checkpoint
 
     @functools.wraps(find_last)
-    def _find_last_checkpoints(self: ModelCheckpoint, trainer: Any) -> set[str]:
+    def _find_last_checkpoints(self: ModelCheckpoint, trainer: Trainer) -> set[str]:
         fs = _o41(self)
         if fs is None:
             return find_last(self, trainer)
         return last_checkpoint(fs, parse(fs.strip(self.dirpath)).artifact)
 
     @functools.wraps(remove)
-    def _remove_checkpoint(self: ModelCheckpoint, trainer: Any, filepath: str) -> None:
+    def _remove_checkpoint(self: ModelCheckpoint, trainer: Trainer, filepath: str) -> None:
         if _o41(self) is None or not str(filepath).startswith("o41://"):
             return remove(self, trainer, filepath)
         try:  # o41.writing.retain: the version goes once nothing at the top reaches it
@@ -162,14 +175,14 @@ def _mend_checkpoint(cls: Any) -> None:
         setattr(cls, name, _one_version_per_save(vars(cls)[name]))
 
 
-def _mend_link(cls: Any) -> None:
+def _mend_link(cls: type[ModelCheckpoint]) -> None:
     """``save_last="link"``: Lightning allows it on local paths only (a symlink). On o41
     the version is the link: ``last_model_path`` names the checkpoint the save linked to,
     nothing is uploaded twice, and ``ckpt_path="last"`` is the latest version's checkpoint."""
     setup, save_last = cls.setup, cls._save_last_checkpoint
 
     @functools.wraps(setup)
-    def setup_(self: ModelCheckpoint, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+    def setup_(self: ModelCheckpoint, trainer: Trainer, *args: object, **kwargs: object) -> None:
         if self.save_last != "link" or not str(self.dirpath or "").startswith("o41://"):
             return setup(self, trainer, *args, **kwargs)
         self.save_last = True  # past Lightning's check for a local path
@@ -179,8 +192,8 @@ def _mend_link(cls: Any) -> None:
             self.save_last = "link"
 
     @functools.wraps(save_last)
-    def _save_last_checkpoint(self: ModelCheckpoint, trainer: Any, *args: Any,
-                              **kwargs: Any) -> Any:
+    def _save_last_checkpoint(self: ModelCheckpoint, trainer: Trainer, *args: object,
+                              **kwargs: object) -> None:
         if (self.save_last == "link" and _o41(self) is not None and self.save_top_k != 0
                 and self._last_checkpoint_saved):
             self.last_model_path = self._last_checkpoint_saved
@@ -191,9 +204,9 @@ def _mend_link(cls: Any) -> None:
     cls._save_last_checkpoint = _save_last_checkpoint
 
 
-def _one_version_per_save(hook: Any) -> Any:
+def _one_version_per_save(hook: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(hook)
-    def wrapped(self: ModelCheckpoint, trainer: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrapped(self: ModelCheckpoint, trainer: Trainer, *args: object, **kwargs: object) -> None:
         fs = _o41(self)
         if fs is None:
             return hook(self, trainer, *args, **kwargs)
@@ -205,7 +218,7 @@ def _one_version_per_save(hook: Any) -> Any:
                 return hook(self, trainer, *args, **kwargs)
         except (VersionExists, NotAfterLatest):
             artifact = parse(fs.strip(self.dirpath)).artifact
-            if fs.held_latest(artifact) != version_name(step):
+            if fs.writer.held_latest(artifact) != version_name(step):
                 raise
             log.info("o41: %s/%s was saved already by this run; this save at the same step "
                      "is not a new version", artifact, version_name(step))
@@ -214,14 +227,15 @@ def _one_version_per_save(hook: Any) -> Any:
     return wrapped
 
 
-def _mend_hooks(call: Any, checkpoint_cls: Any) -> None:
+def _mend_hooks(call: ModuleType, checkpoint_cls: type[ModelCheckpoint]) -> None:
     """Each call of the callbacks' saving hooks saves into the fit's pending version of its
     global step, whichever callbacks save (``o41.adapters.lightning_steps``)."""
-    hooks = call._call_callback_hooks
+    hooks = callback_hooks(call)
     saving_hooks = {n for n in vars(checkpoint_cls) if n.startswith("on_")}
 
     @functools.wraps(hooks)
-    def _call_callback_hooks(trainer: Any, hook_name: str, *args: Any, **kwargs: Any) -> Any:
+    def _call_callback_hooks(trainer: Trainer, hook_name: str, *args: object,
+                             **kwargs: object) -> None:
         if hook_name == "on_train_batch_start":
             flush(trainer)  # the last step's saves (its batch, epoch, validation) are made
         found = targets(trainer, checkpoint_cls, _o41) if hook_name in saving_hooks else []
@@ -230,19 +244,20 @@ def _mend_hooks(call: Any, checkpoint_cls: Any) -> None:
         with saving(trainer, found, int(trainer.global_step)):
             return hooks(trainer, hook_name, *args, **kwargs)
 
-    call._call_callback_hooks = _call_callback_hooks
+    replace_callback_hooks(call, _call_callback_hooks)
 
 
-def _mend_trainer(cls: Any, checkpoint_cls: Any) -> None:
+def _mend_trainer(cls: type[Trainer], checkpoint_cls: type[ModelCheckpoint]) -> None:
     save, teardown = cls.save_checkpoint, cls._teardown
 
     @functools.wraps(teardown)
-    def _teardown(self: Trainer) -> Any:
+    def _teardown(self: Trainer) -> None:
         end_of_fit(self)  # commit the pending version before the saving thread stops
         return teardown(self)
 
     @functools.wraps(save)
-    def save_checkpoint(self: Trainer, filepath: Any, *args: Any, **kwargs: Any) -> Any:
+    def save_checkpoint(self: Trainer, filepath: str | os.PathLike[str], *args: object,
+                        **kwargs: object) -> None:
         """A checkpoint saved by hand at the top (``o41://P/N/final.ckpt``) goes into the
         version of the trainer's global step, as ModelCheckpoint's do (during a fit, into
         its pending version)."""
@@ -284,12 +299,13 @@ def last_checkpoint(fs: O41FileSystem, artifact: str) -> set[str]:
     return {f"o41://{artifact}/{version.version}/{chosen[-1]}"}
 
 
-def _mend_connector(cls: Any, checkpoint_cls: Any) -> None:
+def _mend_connector(cls: type[_CheckpointConnector],
+                    checkpoint_cls: type[ModelCheckpoint]) -> None:
     select = cls._select_ckpt_path
 
     @functools.wraps(select)
-    def _select_ckpt_path(self: _CheckpointConnector, state_fn: Any, ckpt_path: Any, *args: Any,
-                          **kwargs: Any) -> Any:
+    def _select_ckpt_path(self: _CheckpointConnector, state_fn: TrainerFn, ckpt_path: CkptPath,
+                          *args: object, **kwargs: object) -> CkptPath:
         trainer = self.trainer
         fitting = str(getattr(state_fn, "value", state_fn)) == _FITTING
         if fitting:
@@ -325,7 +341,7 @@ def _check_dirpath(dirpath: str) -> None:
                           "version (step-XXXXXXXX/) of it")
 
 
-def _refuse_rewind(fs: O41FileSystem, dirpath: str, ckpt_path: Any) -> None:
+def _refuse_rewind(fs: O41FileSystem, dirpath: str, ckpt_path: CkptPath) -> None:
     """A fit from an older checkpoint of its own artifact would fail at its first save
     (steps only move forward, VER-3): refuse it at launch, before anything is fenced."""
     text = str(ckpt_path or "")
@@ -346,7 +362,7 @@ def _refuse_rewind(fs: O41FileSystem, dirpath: str, ckpt_path: Any) -> None:
         status=409)
 
 
-def _resume_for(dirpath: str, ckpt_path: Any) -> str | None:
+def _resume_for(dirpath: str, ckpt_path: CkptPath) -> str | None:
     """The open a fit asks for: resume this artifact, fork another's version, or fresh."""
     if ckpt_path is None:
         return None
@@ -362,7 +378,7 @@ def _resume_for(dirpath: str, ckpt_path: Any) -> str | None:
                       "another artifact, o41://P/N/step-XXXXXXXX/<file>")
 
 
-def _refuse_root_dir(trainer: Any, checkpoint_cls: Any) -> None:
+def _refuse_root_dir(trainer: Trainer, checkpoint_cls: type[ModelCheckpoint]) -> None:
     """``default_root_dir="o41://…"`` would put logs and checkpoints/ into folders an
     artifact does not have: say at launch what to write instead."""
     root = str(getattr(trainer, "default_root_dir", "") or "")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import TYPE_CHECKING, Any
+import os
+from typing import TYPE_CHECKING
 
 import fsspec
 
@@ -34,16 +35,17 @@ def mend_async(package: str) -> None:
     save = cls.save_checkpoint
 
     @functools.wraps(save)
-    def save_checkpoint(self: AsyncCheckpointIO, checkpoint: Any, path: Any, *args: Any,
-                        **kwargs: Any) -> Any:
+    def save_checkpoint(self: AsyncCheckpointIO, checkpoint: dict[str, object],
+                        path: str | os.PathLike[str], *args: object,
+                        **kwargs: object) -> None:
         if not str(path).startswith("o41://"):
             return save(self, checkpoint, path, *args, **kwargs)
         fs, _ = fsspec.core.url_to_fs(str(path))
         if not fs.in_transaction:  # a single file: the worker's close commits it, as a sync save
             return save(self, checkpoint, path, *args, **kwargs)
         key, name = fs.write_target(str(path))
-        fs.check_new_step(key)  # refused here, before the open, on the caller's thread
-        fs.writable(key[0])
+        fs.writer.check_new_step(key)  # refused here, before the open, on the caller's thread
+        fs.writer.writable(key[0])
         return save(self, checkpoint, f"o41://{key[0]}/{key[1]}/{name}", *args, **kwargs)
 
     cls.save_checkpoint = save_checkpoint

@@ -29,13 +29,16 @@ import queue
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from fsspec.spec import AbstractBufferedFile
 
 from o41.errors import IntegrityError, TransportError
 from o41.models import FileEntry, Version
 from o41.transport.memread import check_sha256, fill, shared_pool
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 CACHE_BYTES = 64 * 1024 * 1024     # edge blocks kept once hashed
 PENDING_BYTES = 256 * 1024 * 1024  # blocks kept only because the hash has not reached them
@@ -58,7 +61,7 @@ class ReadFile(AbstractBufferedFile):
     DEFAULT_BLOCK_SIZE = 8 * 1024 * 1024  # fsspec's 5 MiB makes more, smaller GETs
 
     def __init__(self, fs: ReadingHost, path: str, version: Version, entry: FileEntry,
-                 **kwargs: Any) -> None:
+                 **kwargs: object) -> None:
         self.version, self.entry = version, entry
         kwargs["cache_type"] = "none"  # the blocks below are the cache
         kwargs.pop("cache_options", None)
@@ -88,7 +91,7 @@ class ReadFile(AbstractBufferedFile):
         self.loc += length
         return bytes(buf)
 
-    def readinto(self, b: Any) -> int:
+    def readinto(self, b: WriteableBuffer) -> int:
         """Receive straight into ``b`` (torch reads a tensor's data this way)."""
         self._check_readable()
         view = memoryview(b).cast("B")

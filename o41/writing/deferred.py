@@ -47,7 +47,7 @@ COMMIT_AFTER = 5.0
 COMMIT_AFTER_MAX = 600.0
 
 
-def commit_after(value: Any = None, env: Mapping[str, str] | None = None) -> float:
+def commit_after(value: float | str | None = None, env: Mapping[str, str] | None = None) -> float:
     """Seconds a step waits after its last close; 0 commits at each close."""
     env = os.environ if env is None else env
     source = "commit_after"

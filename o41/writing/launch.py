@@ -29,9 +29,9 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from o41.checkpoint import Run
 from o41.errors import ApiError, ConfigError, ExitCode, Fenced, InvalidArgument, TransportError
@@ -40,6 +40,8 @@ from o41.models import Version
 from o41.transport.put import check_answer, put_whole
 from o41.writing.deferred import DueSteps
 from o41.writing.identity import ENV_ON_FENCED, fence_check_every
+
+T = TypeVar("T")  # what a call with the launch's token answers
 
 log = logging.getLogger("o41")
 
@@ -168,7 +170,7 @@ class Launch:
         finally:
             os._exit(int(ExitCode.FENCED))
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, what: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         """An API call with this launch's token: a ``fenced`` refusal stops the launch."""
         self.check()
         try:

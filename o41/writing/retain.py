@@ -1,7 +1,7 @@
 """Deleting committed versions (VER-7): keep-the-last-k bounds an ``o41://`` artifact as it
 bounds a bucket.
 
-``fs.rm`` of what this process wrote and has not committed only drops it (``o41.fs.writing``).
+``fs.rm`` of what this process wrote and has not committed only drops it (``o41.fs.writer``).
 ``fs.rm`` of a committed version deletes it (``versions/delete``) with the token of this
 process's open of the artifact:
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from o41.errors import Fenced, Immutable, IsLatest, NotFound, O41Error
 from o41.job import hooks
@@ -61,7 +61,7 @@ class RetentionHost(Protocol):
 
     def refuse_if_fenced(self, artifact: str) -> None: ...
 
-    def exists(self, path: str, **kwargs: Any) -> bool: ...
+    def exists(self, path: str, **kwargs: object) -> bool: ...
 
 _lock = threading.Lock()
 # (API, artifact, version) -> names of its files this process removed

@@ -15,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from fsspec.transaction import Transaction
 
@@ -40,11 +40,10 @@ is_part = is_marker  # the same matching, against the ``parts`` patterns
 
 
 class StepCommitter(Protocol):
-    """What a transaction asks of its filesystem: commit or drop a step, and fsspec's own
-    flags of a transaction in progress."""
+    """What a transaction asks of its filesystem: commit or drop a step, and to set fsspec's
+    flags of a transaction in progress (its own attributes, set by its own method)."""
 
-    _intrans: bool
-    _transaction: Transaction | None
+    def mark_transaction(self, open_: bool) -> None: ...
 
     def commit_step(self, key: StepKey) -> object: ...
 
@@ -54,7 +53,7 @@ class StepCommitter(Protocol):
 class StepTransaction(Transaction):
     """``with fs.transaction:``: the files of each step written inside become ONE version."""
 
-    def __init__(self, fs: StepCommitter, **kwargs: Any) -> None:
+    def __init__(self, fs: StepCommitter, **kwargs: object) -> None:
         super().__init__(fs, **kwargs)
         self.steps: set[StepKey] = set()
         self.depth = 0
@@ -72,7 +71,7 @@ class StepTransaction(Transaction):
             self.start()
         return self
 
-    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         self.depth -= 1
         if exc_type is not None and self.depth > 0:
             self.failed = True
@@ -84,7 +83,7 @@ class StepTransaction(Transaction):
         self.files = deque()
         self.steps = set()
         self.deferred = {}
-        self.fs._intrans = True
+        self.fs.mark_transaction(True)
 
     def complete(self, commit: bool = True) -> None:
         fs: StepCommitter = self.fs
@@ -112,8 +111,7 @@ class StepTransaction(Transaction):
             for later in deferred.values():
                 later(commit)
             self.root_step = None
-            fs._intrans = False
-            fs._transaction = None
+            fs.mark_transaction(False)
 
 
 __all__ = ["DEFAULT_MARKERS", "DEFAULT_PARTS", "HELD", "StepKey", "StepTransaction",

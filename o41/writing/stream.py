@@ -35,10 +35,12 @@ import hashlib
 import io
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from o41.transport.put import BUFFER, PART, Sender, check_answer, put_whole
 
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 class StreamFile(io.RawIOBase):
     """A file being written into a step: streamed to its signed URL as it is written.
@@ -103,7 +105,7 @@ class StreamFile(io.RawIOBase):
     def flush(self) -> None:
         pass
 
-    def write(self, b: Any) -> int:
+    def write(self, b: ReadableBuffer) -> int:  # type: ignore[override]
         self._check_open()
         view = memoryview(b).cast("B")
         n = len(view)
@@ -142,7 +144,7 @@ class StreamFile(io.RawIOBase):
                 buf, self._buf, self._fill = self._buf, None, 0
                 self._hand(buf, PART, pooled=True)
 
-    def _hand(self, part: Any, n: int, pooled: bool) -> None:
+    def _hand(self, part: bytes | bytearray | memoryview, n: int, pooled: bool) -> None:
         if self._sender is None:
             self._sender = Sender(self._url(), self.limit)
         self._sender.put(part, n, pooled)
@@ -157,7 +159,7 @@ class StreamFile(io.RawIOBase):
     def __enter__(self) -> StreamFile:
         return self
 
-    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         if exc_type is not None:
             self.discard()
         else:
