@@ -9,20 +9,20 @@ import hashlib
 import http.client
 import json
 import threading
-import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from o41.errors import IntegrityError, PayloadTooLarge, TransportError
 from o41.job import hooks
+from o41.transport import retry
 from o41.transport.signed import NETWORK_ERRORS, Connections, Retry, data_plane_error, put
 
 PART = 8 * 1024 * 1024
 BUFFER = 64 * 1024 * 1024  # bytes of one open file held in memory, at most
 TIMEOUT = 120.0
-RETRIES = 5
 _END = object()
 
 
@@ -187,20 +187,25 @@ hooks.at_exit(_small.close)
 
 
 def put_whole(url: str, body: bytes | memoryview) -> dict[str, Any]:
-    """PUT a whole small file with its Content-Length, retrying dropped connections."""
-    for attempt in range(1, RETRIES + 1):
+    """PUT a whole small file with its Content-Length, tried again under the retry policy."""
+    return put_retried(_small, url, body, len(body), _short(url))
+
+
+def put_retried(conns: Connections, url: str, body: bytes | memoryview | Path, size: int,
+                name: str, tick: Callable[[int], None] = lambda n: None) -> dict[str, Any]:
+    """One PUT of bytes at hand (or a file), tried again while it fails transiently: a
+    signed URL's PUT stores nothing until its body is whole, so sending it again is safe."""
+    tries = retry.attempts("PUT", name)
+    while True:
         try:
-            status, reply = put(_small, url, body, len(body), lambda n: None)
+            reply = put(conns, url, body, size, tick)
         except Retry as exc:
-            if attempt == RETRIES:
-                raise TransportError(f"PUT {_short(url)}: {exc}") from exc
-            time.sleep(0.1 * attempt)
+            tries.failed(TransportError(f"PUT {name}: {exc}"))
             continue
-        if status in (502, 503, 504) and attempt < RETRIES:
-            time.sleep(0.1 * attempt)
-            continue
-        return answer_of(url, status, reply)
-    raise AssertionError("unreachable")
+        try:
+            return answer_of(url, reply.status, reply.body)
+        except (TransportError, PayloadTooLarge) as exc:
+            tries.status(reply.status, reply.retry_after, exc)
 
 
 def check_answer(name: str, answer: dict[str, Any], size: int, sha256: str) -> None:
@@ -212,23 +217,14 @@ def check_answer(name: str, answer: dict[str, Any], size: int, sha256: str) -> N
 
 
 def put_path(url: str, path: Path | None, size: int) -> dict[str, Any]:
-    """PUT a local file with ``sendfile``, retried on a dropped connection."""
+    """PUT a local file with ``sendfile``, tried again under the retry policy."""
     assert path is not None
     conns = Connections()
     try:
-        for attempt in range(1, 6):
-            try:
-                status, reply = put(conns, url, path, size, lambda n: None)
-            except Retry as exc:
-                if attempt == 5:
-                    raise TransportError(f"PUT {path}: {exc}") from exc
-                continue
-            if status in (502, 503, 504) and attempt < 5:
-                continue
-            return answer_of(url, status, reply)
+        return put_retried(conns, url, path, size, str(path))
     finally:
         conns.close()
-    raise AssertionError("unreachable")
 
 
-__all__ = ["BUFFER", "PART", "Sender", "answer_of", "check_answer", "put_path", "put_whole"]
+__all__ = ["BUFFER", "PART", "Sender", "answer_of", "check_answer", "put_path", "put_retried",
+           "put_whole"]
