@@ -18,10 +18,9 @@ from typing import Any
 from o41.checkpoint import Run
 from o41.errors import ConfigError, Immutable, NotFound, VersionExists
 from o41.fs.reading import ReadingFileSystem
-from o41.local import hash_files
 from o41.models import Version
 from o41.paths import O41Path, outside_layout, parse, step_in_name, top_version
-from o41.transport.put import check_answer, put_path, put_whole
+from o41.transport.put import check_answer, put_path_hashed, put_whole
 from o41.writing import deferred, registry, retain
 from o41.writing.guard import check_new_step, refuse_removal
 from o41.writing.stage import HELD, StepKey, is_marker, is_part, uncommitted, warn_uncommitted
@@ -313,11 +312,10 @@ class WritingFileSystem(ReadingFileSystem):
         if mode == "create" and self.exists(rpath):
             raise FileExistsError(rpath)
         launch = self._into_step(key)
-        local = hash_files([(name, Path(lpath).absolute())], 1)[0]
         url = launch.declare(key[1], [name])[name]
-        answer = put_path(url, local.path, local.size)
-        check_answer(name, answer, local.size, local.sha256)
-        launch.finished(key[1], name, local.size, local.sha256)
+        answer, size, sha256 = put_path_hashed(url, Path(lpath).absolute())
+        check_answer(name, answer, size, sha256)
+        launch.finished(key[1], name, size, sha256)
         if self._intrans:
             self.transaction.steps.add(key)
         elif getattr(self._local, "put_batch", None) is not None:

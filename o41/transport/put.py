@@ -246,5 +246,31 @@ def put_path(url: str, path: Path | None, size: int) -> dict[str, Any]:
         conns.close()
 
 
+def put_path_hashed(url: str, path: Path) -> tuple[dict[str, Any], int, str]:
+    """PUT a local file with ``sendfile`` while its sha256 is computed on a helper thread
+    (both release the GIL): one pass over the page cache's pages each, side by side, instead
+    of a hash pass and then a send. Returns (the PUT's answer, size, sha256)."""
+    size = path.stat().st_size
+    digest: list[str] = []
+    failed: list[BaseException] = []
+
+    def hash_it() -> None:
+        try:
+            with open(path, "rb") as f:
+                digest.append(hashlib.file_digest(f, "sha256").hexdigest())
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+
+    hasher = threading.Thread(target=hash_it, name="o41-put-sha256", daemon=True)
+    hasher.start()
+    try:
+        answer = put_path(url, path, size)
+    finally:
+        hasher.join()
+    if failed:
+        raise failed[0]
+    return answer, size, digest[0]
+
+
 __all__ = ["BUFFER", "PART", "Sender", "answer_of", "check_answer", "new_part", "put_path",
-           "put_retried", "put_whole"]
+           "put_path_hashed", "put_retried", "put_whole"]
