@@ -18,7 +18,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import control, dataplane, dcp, engines, fixture, postgres, restore, scale, soak, startup
+from . import (
+    control,
+    dataplane,
+    dcp,
+    dcp_ranks,
+    engines,
+    fixture,
+    postgres,
+    restore,
+    scale,
+    soak,
+    startup,
+)
 from .report import (
     Row,
     limit_row,
@@ -110,11 +122,11 @@ def run_restore(plan: Plan, work: Path, rows: list[Row], log) -> None:
                                   "MB/s", "verifying copy", ">=", 0.8))
             rows.append(ratio_row(f"{way} {op} {what}", r.best(op, way), r.best(op, "boto3"),
                                   "MB/s", "boto3+moto", ">=", boto_goal))
-        cpu = ", ".join(f"{way} {r.cpu.get((op, way), 0):.2f}"
+        cpu = ", ".join(f"{way} {r.cpu_text(op, way)}"
                         for way in ("client", "fsspec", "copy", "boto3"))
         rows[-1].note = (f"client save/load vs verifying copy vs boto3+moto: best of "
                          f"{plan.restore_rounds} interleaved turns; least CPU seconds of a "
-                         f"{op} (client and server together): {cpu}")
+                         f"{op}, this process + the server: {cpu}")
 
 
 def run_dcp(plan: Plan, work: Path, rows: list[Row], log) -> None:
@@ -135,13 +147,20 @@ def run_dcp(plan: Plan, work: Path, rows: list[Row], log) -> None:
                                   r.best(op, theirs), "MB/s", f"local {label}", ">=", 0.5))
     worst = max(r.read_ratios)
     rows.append(limit_row(f"{what.format('load')} o41://, bytes read", worst, "x", "<=", 1.02))
-    cpu = "; ".join(f"{op} " + ", ".join(f"{way} {r.cpu.get((op, way), 0):.2f}" for way in
+    cpu = "; ".join(f"{op} " + ", ".join(f"{way} {r.cpu_text(op, way)}" for way in
                                          ("local-1", "o41-1", "local-4", "o41-4"))
                     for op in ("save", "load"))
     rows[-1].note = (f"bytes the emulator served per load (usage/read) over the checkpoint's "
                      f"bytes, worst of {len(r.read_ratios)} loads; save and load figures are "
                      f"best of {plan.dcp_rounds} interleaved turns, client and emulator on "
-                     f"the same cores; least CPU seconds (client and emulator): {cpu}")
+                     f"the same cores; least CPU seconds, client + emulator: {cpu}")
+    ranks = dcp_ranks.measure(2, plan.dcp_mib, plan.dcp_rounds, log)
+    for op, goal in (("save", 0.6), ("load", 0.4)):
+        rows.append(ratio_row(f"{what.format(op)} o41://, 2 ranks (rank 0's times)",
+                              ranks[f"o41 {op}"], ranks[f"local {op}"], "MB/s",
+                              "local, 2 ranks", ">=", goal))
+    rows[-1].note = (f"torchrun, 2 ranks (gloo, CPU), a DTensor state sharded over them; "
+                     f"times are rank 0's between barriers, best of {plan.dcp_rounds} turns")
 
 
 def run_control(plan: Plan, work: Path, rows: list[Row], log) -> None:

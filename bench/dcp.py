@@ -35,6 +35,7 @@ class DcpRates:
     rates: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     read_ratios: list[float] = field(default_factory=list)
     cpu: dict[tuple[str, str], float] = field(default_factory=dict)
+    split: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
     server: list[int] = field(default_factory=list)
 
     def best(self, op: str, way: str) -> float:
@@ -43,12 +44,19 @@ class DcpRates:
     def timed(self, op: str, way: str, nbytes: int, fn: Callable[[], Any]) -> None:
         """Run ``fn`` once: its MB/s, and the least CPU seconds it and the emulator took
         (on shared cores the wall clock moves with the load from elsewhere, CPU much less)."""
-        cpu0 = _cpu_self() + sum(map(_cpu_tree, self.server))
+        mine0, theirs0 = _cpu_self(), sum(map(_cpu_tree, self.server))
         t0 = time.perf_counter()
         fn()
         self.rates.setdefault((op, way), []).append(nbytes / (time.perf_counter() - t0) / MB)
-        cpu = _cpu_self() + sum(map(_cpu_tree, self.server)) - cpu0
-        self.cpu[(op, way)] = min(self.cpu.get((op, way), cpu), cpu)
+        mine, theirs = _cpu_self() - mine0, sum(map(_cpu_tree, self.server)) - theirs0
+        if mine + theirs < self.cpu.get((op, way), float("inf")):
+            self.cpu[(op, way)] = mine + theirs
+            self.split[(op, way)] = (mine, theirs)
+
+    def cpu_text(self, op: str, way: str) -> str:
+        """``client+emulator`` CPU seconds of the cheapest run of (op, way)."""
+        mine, theirs = self.split.get((op, way), (0.0, 0.0))
+        return f"{mine:.2f}+{theirs:.2f}"
 
 
 def available() -> bool:

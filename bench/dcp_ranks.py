@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 TENSOR = 8 << 20
@@ -74,34 +75,42 @@ def main() -> None:
         worker(argparse.Namespace(**json.loads(os.environ[WORKER])))
         return
     args = ap.parse_args()
+    rates = measure(args.ranks, args.mib, args.rounds, print)
+    print(f"{args.ranks}-rank DCP, {args.mib} MiB, best of {args.rounds} "
+          f"(load average {os.getloadavg()[0]:.1f} after)")
+    for op in ("save", "load"):
+        o41, local = rates[f"o41 {op}"], rates[f"local {op}"]
+        print(f"  {op}: o41:// {o41:.0f} MB/s, local {local:.0f} MB/s, {o41 / local:.2f}x")
+
+
+def measure(ranks: int, mib: int, rounds: int, log: Callable[[str], object]
+            ) -> dict[str, float]:
+    """Rank 0's best MB/s of ``local save``, ``local load``, ``o41 save``, ``o41 load``."""
     from .servers import KEY, Emulator
 
+    log(f"DCP with {ranks} ranks, {mib} MiB, {rounds} turns")
     work = Path(tempfile.mkdtemp(prefix="bench-dcp-ranks-", dir="/dev/shm"
                                  if os.path.isdir("/dev/shm") else None))
     emu = Emulator(work / "data", work, name="emulator-dcp-ranks")
     try:
-        settings = {"mib": args.mib, "rounds": args.rounds, "local": str(work / "local"),
+        settings = {"mib": mib, "rounds": rounds, "local": str(work / "local"),
                     "location": f"o41://bench/dcp-ranks-{os.getpid()}"}
         env = {**os.environ, "O41_ARTIFACTS_API_URL": emu.api, "O41_ARTIFACTS_API_KEY": KEY,
                "O41_PLACE": "aws/us-east-1", "OMP_NUM_THREADS": "1",
                WORKER: json.dumps(settings)}
         torchrun = str(Path(sys.executable).with_name("torchrun"))
         done = subprocess.run(
-            [torchrun, "--standalone", f"--nproc_per_node={args.ranks}", "-m",
-             "bench.dcp_ranks"], env=env, capture_output=True, text=True, timeout=1800)
+            [torchrun, "--standalone", f"--nproc_per_node={ranks}", "-m",
+             "bench.dcp_ranks"], env=env, capture_output=True, text=True, timeout=1800,
+            cwd=Path(__file__).resolve().parent.parent)
         rates = next((json.loads(ln[7:]) for ln in done.stdout.splitlines()
                       if ln.startswith("RESULT ")), None)
         if rates is None:
-            sys.exit(f"the job failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-        print(f"{args.ranks}-rank DCP, {args.mib} MiB, best of {args.rounds} "
-              f"(load average {os.getloadavg()[0]:.1f} after)")
-        for op in ("save", "load"):
-            o41, local = rates[f"o41 {op}"], rates[f"local {op}"]
-            print(f"  {op}: o41:// {o41:.0f} MB/s, local {local:.0f} MB/s, {o41 / local:.2f}x")
+            raise RuntimeError(f"the job failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return rates
     finally:
         emu.stop()
         shutil.rmtree(work, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

@@ -40,7 +40,13 @@ class Rates:
     save: dict[str, list[float]] = field(default_factory=dict)
     load: dict[str, list[float]] = field(default_factory=dict)
     cpu: dict[tuple[str, str], float] = field(default_factory=dict)
+    split: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
     server: list[int] = field(default_factory=list)
+
+    def cpu_text(self, what: str, way: str) -> str:
+        """``client+server`` CPU seconds of the cheapest run of (what, way)."""
+        mine, theirs = self.split.get((what, way), (0.0, 0.0))
+        return f"{mine:.2f}+{theirs:.2f}"
 
     def add(self, what: str, way: str, nbytes: int, seconds: float) -> None:
         getattr(self, what).setdefault(way, []).append(nbytes / seconds / MB)
@@ -51,14 +57,16 @@ class Rates:
     def timed(self, what: str, way: str, nbytes: int, fn: Callable[[], None]) -> None:
         """Run ``fn`` once, recording its MB/s and the CPU it and the server used."""
         os.sync()  # no dirty pages of the previous turn throttling this one
-        cpu0 = _cpu_self() + sum(map(_cpu_tree, self.server))
+        mine0, theirs0 = _cpu_self(), sum(map(_cpu_tree, self.server))
         t0 = time.perf_counter()
         fn()
         seconds = time.perf_counter() - t0
-        cpu = _cpu_self() + sum(map(_cpu_tree, self.server)) - cpu0
+        mine, theirs = _cpu_self() - mine0, sum(map(_cpu_tree, self.server)) - theirs0
         self.add(what, way, nbytes, seconds)
         key = (what, way)
-        self.cpu[key] = min(self.cpu.get(key, cpu), cpu)
+        if mine + theirs < self.cpu.get(key, float("inf")):
+            self.cpu[key] = mine + theirs
+            self.split[key] = (mine, theirs)
 
 
 def _cpu_self() -> float:

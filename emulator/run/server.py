@@ -23,12 +23,13 @@ import threading
 from collections.abc import Callable, Iterable
 
 from gunicorn.app.base import BaseApplication
-from gunicorn.http.body import Body, LengthReader
+from gunicorn.http.body import Body, ChunkedReader, LengthReader
 from gunicorn.http.errors import NoMoreData, ParseException
 from gunicorn.workers.gthread import ThreadWorker
 
 from ..core.errors import InvalidArgument
 from ..settings.config import Settings
+from .chunked import ChunkedSocketBody
 
 _CUT = "the request body was cut or malformed; nothing of it was kept"
 
@@ -268,23 +269,31 @@ class CheckedBody:
 
 
 def socket_bodies(app: Callable) -> Callable:
-    """WSGI middleware installing `SocketBody` where gunicorn's internals are as expected,
-    and `CheckedBody` around every other body gunicorn parses."""
+    """WSGI middleware installing `SocketBody` (a PUT of known length) or
+    `ChunkedSocketBody` (a chunked PUT) where gunicorn's internals are as expected, and
+    `CheckedBody` around every other body gunicorn parses."""
 
     def wrapped(environ: dict, start_response: Callable) -> Iterable[bytes]:
         body, sock = environ.get("wsgi.input"), environ.get("gunicorn.socket")
-        if (
-            environ.get("REQUEST_METHOD") != "PUT"
-            or not isinstance(body, Body)
-            or not isinstance(getattr(body, "reader", None), LengthReader)
-            or not isinstance(getattr(body.reader.unreader, "buf", None), io.BytesIO)
-            or not isinstance(sock, socket.socket)
-            or body.buf.tell()
-        ):
+        usual = (
+            environ.get("REQUEST_METHOD") == "PUT"
+            and isinstance(body, Body)
+            and isinstance(sock, socket.socket)
+            and not body.buf.tell()
+        )
+        reader = getattr(body, "reader", None)
+        unreader = getattr(reader, "unreader", None) or getattr(
+            getattr(reader, "req", None), "unreader", None)
+        fast: SocketBody | ChunkedSocketBody | None = None
+        if usual and isinstance(getattr(unreader, "buf", None), io.BytesIO):
+            if isinstance(reader, LengthReader):
+                fast = SocketBody(body, sock)
+            elif isinstance(reader, ChunkedReader) and getattr(reader, "parser", None):
+                fast = ChunkedSocketBody(body, sock, _CUT)
+        if fast is None:
             if isinstance(body, Body):
                 environ["wsgi.input"] = CheckedBody(body)
             return app(environ, start_response)
-        fast = SocketBody(body, sock)
         environ["wsgi.input"] = fast
         try:
             return app(environ, start_response)

@@ -19,11 +19,10 @@ from pathlib import Path
 from o41.errors import ConfigError, Immutable, NotFound, VersionExists
 from o41.fs.options import FsOptions
 from o41.fs.reader import HeldVersions
-from o41.local import hash_files
 from o41.models import Version
 from o41.paths import O41Path, outside_layout, step_in_name, top_version
 from o41.transport.api import ApiClient
-from o41.transport.put import check_answer, put_path, put_whole
+from o41.transport.put import check_answer, put_path_hashed, put_whole
 from o41.writing import deferred, registry
 from o41.writing.guard import check_new_step
 from o41.writing.stage import HELD, StepKey, is_marker, is_part, uncommitted, warn_uncommitted
@@ -257,11 +256,10 @@ class Writer:
     def put_local(self, key: StepKey, name: str, lpath: str | os.PathLike[str]) -> None:
         """Upload a local file as it is (``sendfile``), into its step's upload."""
         launch = self.into_step(key)
-        local = hash_files([(name, Path(lpath).absolute())], 1)[0]
         url = launch.declare(key[1], [name])[name]
-        answer = put_path(url, local.path, local.size)
-        check_answer(name, answer, local.size, local.sha256)
-        launch.finished(key[1], name, local.size, local.sha256)
+        answer, size, sha256 = put_path_hashed(url, Path(lpath).absolute())
+        check_answer(name, answer, size, sha256)
+        launch.finished(key[1], name, size, sha256)
 
     def drop_pending(self, where: O41Path) -> bool:
         """Remove a file this process wrote into a step not yet committed; False when

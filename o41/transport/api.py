@@ -16,7 +16,6 @@ and only its reply was lost.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import requests
@@ -30,11 +29,9 @@ from o41.errors import (
     VersionExists,
     from_response,
 )
+from o41.transport import retry
 
 DEFAULT_TIMEOUT = 30.0
-ATTEMPTS = 6
-RETRY_FOR = 20.0  # seconds of transient failures (502-504) a call rides out
-TRANSIENT = frozenset({502, 503, 504})
 
 
 def refused(exc: BaseException) -> bool:
@@ -154,35 +151,35 @@ class ApiClient:
 
     def _call(self, method: str, path: str, *, attempts: list[int] | None = None,
               **kwargs: Any) -> Any:
-        """One operation, retried while it fails transiently; `attempts` records the tries."""
-        # At least ATTEMPTS tries, and on for RETRY_FOR seconds: a database restart behind
-        # the service answers 503 for a few seconds, and a checkpoint must outlive it.
-        deadline = time.monotonic() + RETRY_FOR
-        attempt = 0
-        while True:
-            attempt += 1
-            if attempts is not None:
-                attempts.append(attempt)
-            try:
-                return self._once(method, path, **kwargs)
-            except (TransportError, ServerError) as exc:
-                status = getattr(exc, "status", None)
-                transient = method == "GET" or status is None or status in TRANSIENT
-                # No reply at all, and the connection was refused: nothing listens there.
-                unheard = status is None and isinstance(exc, TransportError) and refused(exc)
-                if not transient or unheard or (attempt >= ATTEMPTS
-                                                and time.monotonic() > deadline):
-                    raise
-                time.sleep(min(2.0, 0.05 * 2 ** min(attempt, 6)))
-
-    def _once(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One operation, tried again under the retry policy while it fails transiently;
+        ``attempts`` records the tries."""
         url = self.api_url + path
-        try:
-            resp = self.session.request(method, url, timeout=self.timeout, **kwargs)
-        except requests.ConnectionError as exc:
-            raise TransportError(self.unreachable(exc)) from exc
-        except requests.RequestException as exc:
-            raise TransportError(f"{method} {url}: {exc}") from exc
+        tries = retry.attempts(method, url)
+        while True:
+            if attempts is not None:
+                attempts.append(tries.count)
+            try:
+                resp = self.session.request(method, url, timeout=self.timeout, **kwargs)
+            except requests.RequestException as exc:
+                error = self._unsent(method, url, exc)
+                if refused(exc):
+                    raise error from exc  # no reply, the connection refused: nobody listens
+                tries.failed(error)
+                continue
+            try:
+                return self._answer(method, url, resp)
+            except (TransportError, ServerError) as exc:
+                tries.status(resp.status_code, resp.headers.get("Retry-After"), exc)
+
+    def _unsent(self, method: str, url: str, exc: requests.RequestException) -> TransportError:
+        if isinstance(exc, requests.ConnectionError):
+            error = TransportError(self.unreachable(exc))
+        else:
+            error = TransportError(f"{method} {url}: {exc}")
+        error.__cause__ = exc
+        return error
+
+    def _answer(self, method: str, url: str, resp: requests.Response) -> Any:
         try:
             body = resp.json()
         except ValueError:

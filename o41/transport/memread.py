@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
 
@@ -20,12 +19,12 @@ from o41.errors import IntegrityError, TransportError
 from o41.job import hooks
 from o41.local import WORKERS
 from o41.models import FileEntry
+from o41.transport import retry
 from o41.transport.signed import Connections, RangeReply, Retry, data_plane_error
 
 # A request costs the server more than a MiB of sendfile does: below 4 MiB a range is
 # not worth splitting, even on a machine whose cores the server shares.
 MIN_PART = 4 * 1024 * 1024
-RETRIES = 5
 POOL_NAME = "o41-read"
 
 _pool: ThreadPoolExecutor | None = None
@@ -109,17 +108,17 @@ def check_sha256(entry: FileEntry, digest: str, size: int) -> None:
 
 def _receive(entry: FileEntry, conns: Connections, a: int, b: int, into: memoryview) -> None:
     """Fill ``into`` with bytes ``[a, b)``, asking again from where a cut body stopped."""
-    got, failures = 0, 0
+    got = 0
+    tries = retry.attempts("GET", entry.name)
     while got < b - a:
         try:
             reply = RangeReply(conns, entry.url or "", a + got, b - 1)
             if reply.status not in (200, 206) or reply.status == 200 and (a + got, b) != (
                     0, entry.size):
                 body = reply.body()
-                if reply.status >= 500:
-                    raise Retry(f"HTTP {reply.status}")
                 if reply.status >= 400:
-                    raise data_plane_error(f"GET {entry.name}", reply.status, body)
+                    raise Retry(str(data_plane_error(f"GET {entry.name}", reply.status, body)),
+                                reply.status, reply.header("Retry-After") or None)
                 raise TransportError(f"GET {entry.name}: HTTP {reply.status} for a ranged GET")
             while got < b - a:
                 n = reply.readinto(into[got:])
@@ -131,10 +130,9 @@ def _receive(entry: FileEntry, conns: Connections, a: int, b: int, into: memoryv
                 raise Retry(f"body ended at byte {a + got} of {b}")
             reply.finish()
         except Retry as exc:
-            failures += 1
-            if failures >= RETRIES:
-                raise TransportError(f"GET {entry.name} bytes {a + got}-{b - 1}: {exc}") from exc
-            time.sleep(0.05 * failures)
+            error = (TransportError(str(exc), status=exc.status) if exc.status else
+                     TransportError(f"GET {entry.name} bytes {a + got}-{b - 1}: {exc}"))
+            tries.after(exc.status, exc.retry_after, error)
 
 
 __all__ = ["MIN_PART", "check_sha256", "fill", "read_range", "shared_pool"]

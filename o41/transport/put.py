@@ -9,21 +9,39 @@ import hashlib
 import http.client
 import json
 import threading
-import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from o41.errors import IntegrityError, PayloadTooLarge, TransportError
 from o41.job import hooks
+from o41.transport import retry
 from o41.transport.signed import NETWORK_ERRORS, Connections, Retry, data_plane_error, put
 
 PART = 8 * 1024 * 1024
 BUFFER = 64 * 1024 * 1024  # bytes of one open file held in memory, at most
 TIMEOUT = 120.0
-RETRIES = 5
 _END = object()
+SPARE = 4  # sent part buffers kept for the process's next file (a DCP save writes many)
+_spare: list[bytearray] = []
+_spare_lock = threading.Lock()
+
+
+def new_part() -> bytearray:
+    """A part buffer a finished file left, else a new one: a fresh 8 MiB costs a page fault
+    per 4 KiB on its first fill, more than copying into a warm one."""
+    with _spare_lock:
+        if _spare:
+            return _spare.pop()
+    return bytearray(PART)
+
+
+def _keep_parts(parts: list[bytearray]) -> None:
+    with _spare_lock:
+        room = SPARE - len(_spare)
+        _spare.extend(parts[:max(0, room)])
 
 
 class Sender:
@@ -64,7 +82,7 @@ class Sender:
         with self.cond:
             if self.free:
                 return self.free.pop()
-        return bytearray(PART)
+        return new_part()
 
     def finish(self) -> tuple[int, str, dict[str, Any]]:
         """End the body and wait for the answer: (size, sha256 sent, the reply's JSON)."""
@@ -72,6 +90,8 @@ class Sender:
             self.parts.append(_END)
             self.cond.notify_all()
         self.thread.join()
+        _keep_parts(self.free)
+        self.free = []
         if self.error is not None:
             raise self.error
         assert self.reply is not None
@@ -187,20 +207,25 @@ hooks.at_exit(_small.close)
 
 
 def put_whole(url: str, body: bytes | memoryview) -> dict[str, Any]:
-    """PUT a whole small file with its Content-Length, retrying dropped connections."""
-    for attempt in range(1, RETRIES + 1):
+    """PUT a whole small file with its Content-Length, tried again under the retry policy."""
+    return put_retried(_small, url, body, len(body), _short(url))
+
+
+def put_retried(conns: Connections, url: str, body: bytes | memoryview | Path, size: int,
+                name: str, tick: Callable[[int], None] = lambda n: None) -> dict[str, Any]:
+    """One PUT of bytes at hand (or a file), tried again while it fails transiently: a
+    signed URL's PUT stores nothing until its body is whole, so sending it again is safe."""
+    tries = retry.attempts("PUT", name)
+    while True:
         try:
-            status, reply = put(_small, url, body, len(body), lambda n: None)
+            reply = put(conns, url, body, size, tick)
         except Retry as exc:
-            if attempt == RETRIES:
-                raise TransportError(f"PUT {_short(url)}: {exc}") from exc
-            time.sleep(0.1 * attempt)
+            tries.failed(TransportError(f"PUT {name}: {exc}"))
             continue
-        if status in (502, 503, 504) and attempt < RETRIES:
-            time.sleep(0.1 * attempt)
-            continue
-        return answer_of(url, status, reply)
-    raise AssertionError("unreachable")
+        try:
+            return answer_of(url, reply.status, reply.body)
+        except (TransportError, PayloadTooLarge) as exc:
+            tries.status(reply.status, reply.retry_after, exc)
 
 
 def check_answer(name: str, answer: dict[str, Any], size: int, sha256: str) -> None:
@@ -212,23 +237,40 @@ def check_answer(name: str, answer: dict[str, Any], size: int, sha256: str) -> N
 
 
 def put_path(url: str, path: Path | None, size: int) -> dict[str, Any]:
-    """PUT a local file with ``sendfile``, retried on a dropped connection."""
+    """PUT a local file with ``sendfile``, tried again under the retry policy."""
     assert path is not None
     conns = Connections()
     try:
-        for attempt in range(1, 6):
-            try:
-                status, reply = put(conns, url, path, size, lambda n: None)
-            except Retry as exc:
-                if attempt == 5:
-                    raise TransportError(f"PUT {path}: {exc}") from exc
-                continue
-            if status in (502, 503, 504) and attempt < 5:
-                continue
-            return answer_of(url, status, reply)
+        return put_retried(conns, url, path, size, str(path))
     finally:
         conns.close()
-    raise AssertionError("unreachable")
 
 
-__all__ = ["BUFFER", "PART", "Sender", "answer_of", "check_answer", "put_path", "put_whole"]
+def put_path_hashed(url: str, path: Path) -> tuple[dict[str, Any], int, str]:
+    """PUT a local file with ``sendfile`` while its sha256 is computed on a helper thread
+    (both release the GIL): one pass over the page cache's pages each, side by side, instead
+    of a hash pass and then a send. Returns (the PUT's answer, size, sha256)."""
+    size = path.stat().st_size
+    digest: list[str] = []
+    failed: list[BaseException] = []
+
+    def hash_it() -> None:
+        try:
+            with open(path, "rb") as f:
+                digest.append(hashlib.file_digest(f, "sha256").hexdigest())
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+
+    hasher = threading.Thread(target=hash_it, name="o41-put-sha256", daemon=True)
+    hasher.start()
+    try:
+        answer = put_path(url, path, size)
+    finally:
+        hasher.join()
+    if failed:
+        raise failed[0]
+    return answer, size, digest[0]
+
+
+__all__ = ["BUFFER", "PART", "Sender", "answer_of", "check_answer", "new_part", "put_path",
+           "put_path_hashed", "put_retried", "put_whole"]

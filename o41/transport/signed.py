@@ -14,6 +14,7 @@ import http.client
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,7 +25,22 @@ NETWORK_ERRORS = (OSError, http.client.HTTPException)
 
 
 class Retry(Exception):
-    """A data-plane reply worth asking again (5xx, a cut body, a dropped connection)."""
+    """A data-plane reply worth asking again (5xx, a cut body, a dropped connection):
+    ``status`` and ``retry_after`` of the reply when one came, for the retry policy."""
+
+    def __init__(self, message: str, status: int | None = None,
+                 retry_after: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.retry_after = status, retry_after
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A PUT's answer: status, body and ``Retry-After``."""
+
+    status: int
+    body: bytes
+    retry_after: str | None = None
 
 
 class Connections:
@@ -137,9 +153,8 @@ SEND_STEP = 8 * 1024 * 1024
 
 
 def put(conns: Connections, url: str, body: bytes | memoryview | Path, size: int,
-        tick: Callable[[int], None]) -> tuple[int, bytes]:
-    """PUT ``body`` (bytes in memory, or a file sent with ``sendfile``); returns (status,
-    reply body).
+        tick: Callable[[int], None]) -> Reply:
+    """PUT ``body`` (bytes in memory, or a file sent with ``sendfile``); returns its reply.
 
     Network failures are ``Retry``: the PUT of a signed URL may simply be sent again.
     """
@@ -171,7 +186,7 @@ def put(conns: Connections, url: str, body: bytes | memoryview | Path, size: int
         raise Retry(str(exc) or type(exc).__name__) from exc
     if resp.will_close:
         conns.drop(*key)
-    return resp.status, reply
+    return Reply(resp.status, reply, resp.getheader("Retry-After"))
 
 
-__all__ = ["Connections", "RangeReply", "Retry", "data_plane_error", "put"]
+__all__ = ["Connections", "RangeReply", "Reply", "Retry", "data_plane_error", "put"]

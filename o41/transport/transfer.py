@@ -19,7 +19,6 @@ import json
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path, PurePosixPath
@@ -30,14 +29,15 @@ from tqdm import tqdm
 from o41.errors import IntegrityError, TransportError
 from o41.local import WORKERS, LocalFile, Source, check_name, collect, hash_files
 from o41.models import FileEntry
+from o41.transport import retry
 from o41.transport.inorder import READ_BACK, InOrderHash
-from o41.transport.signed import Connections, RangeReply, Retry, data_plane_error, put
+from o41.transport.put import put_retried
+from o41.transport.signed import Connections, RangeReply, Retry, data_plane_error
 
 MIN_CHUNK = 1024 * 1024
 MAX_CHUNK = 128 * 1024 * 1024
 BLOCK = 1024 * 1024
 MARK = 1024 * 1024
-RETRIES = 5
 PART_SUFFIX = ".o41part"
 LOG_SUFFIX = ".o41part.log"
 
@@ -69,8 +69,8 @@ def _run_parallel(tasks: list[Callable[[], None]], workers: int, stop: threading
 
 def upload(files: list[LocalFile], urls: Mapping[str, str], *, workers: int = WORKERS,
            progress: bool | None = None) -> None:
-    """PUT every file to its signed URL in parallel (files by ``sendfile``); connection
-    errors and 502/503/504 are retried."""
+    """PUT every file to its signed URL in parallel (files by ``sendfile``), each tried
+    again under the retry policy."""
     conns = Connections()
     stop = threading.Event()
     lock = threading.Lock()
@@ -86,22 +86,8 @@ def upload(files: list[LocalFile], urls: Mapping[str, str], *, workers: int = WO
             raise TransportError(f"the server gave no upload URL for {item.name}")
         body = item.data if item.data is not None else item.path
         assert body is not None
-        for attempt in range(1, RETRIES + 1):
-            if stop.is_set():
-                return
-            try:
-                status, reply = put(conns, url, body, item.size, tick)
-            except Retry as exc:
-                if attempt == RETRIES:
-                    raise TransportError(f"PUT {item.name}: {exc}") from exc
-                time.sleep(0.1 * attempt)
-                continue
-            if status in (502, 503, 504) and attempt < RETRIES:
-                time.sleep(0.1 * attempt)  # a transient refusal: nothing was stored
-                continue
-            if status >= 400:
-                raise data_plane_error(f"PUT {item.name}", status, reply)
-            return
+        if not stop.is_set():
+            put_retried(conns, url, body, item.size, item.name, tick)
 
     try:
         _run_parallel([lambda f=f: put_one(f) for f in files], workers, stop)
@@ -300,7 +286,7 @@ def _fetch_chunk(p: _Partial, index: int, conns: Connections, buffers: _Buffers,
     """
     end = p.bounds(index)[1]
     pos = marked = p.resume_at(index)
-    failures = 0
+    tries = retry.attempts("GET", p.entry.name)
     view, scratch = buffers.recv[:BLOCK], buffers.scratch
     while pos <= end and not stop.is_set():
         try:
@@ -321,22 +307,15 @@ def _fetch_chunk(p: _Partial, index: int, conns: Connections, buffers: _Buffers,
                 reply.finish()
             else:
                 reply.abandon()
+                if not stop.is_set():
+                    raise Retry(f"body ended at byte {pos} of {end + 1}")
         except Retry as exc:
             if marked < pos <= end:  # what arrived before the cut is on disk: a kill keeps it
                 p.mark(index, pos)
                 marked = pos
-            failures += 1
-            if failures >= RETRIES:
-                raise TransportError(f"GET {p.entry.name} bytes {pos}-{end}: {exc}") from exc
-            time.sleep(0.05 * failures)
-            continue
-        if pos <= end and not stop.is_set():
-            if marked < pos:
-                p.mark(index, pos)
-                marked = pos
-            failures += 1  # the body ended early without an error: ask for the rest
-            if failures >= RETRIES:
-                raise TransportError(f"GET {p.entry.name}: body ended at byte {pos} of {end}")
+            error = (TransportError(str(exc), status=exc.status) if exc.status else
+                     TransportError(f"GET {p.entry.name} bytes {pos}-{end}: {exc}"))
+            tries.after(exc.status, exc.retry_after, error)
     if pos > end:
         p.mark(index)
 
@@ -359,10 +338,9 @@ def _check_range(reply: RangeReply, entry: FileEntry, start: int, end: int) -> N
     if status == 200 and start == 0 and end == entry.size - 1:
         return
     body = reply.body()
-    if status >= 500:
-        raise Retry(f"HTTP {status}")
     if status >= 400:
-        raise data_plane_error(f"GET {entry.name}", status, body)
+        raise Retry(str(data_plane_error(f"GET {entry.name}", status, body)), status,
+                    reply.header("Retry-After") or None)
     raise TransportError(f"GET {entry.name}: HTTP {status} for a ranged GET "
                          "(the server ignores Range)", status=status)
 

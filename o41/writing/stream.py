@@ -37,7 +37,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from o41.transport.put import BUFFER, PART, Sender, check_answer, put_whole
+from o41.transport.put import BUFFER, PART, Sender, check_answer, new_part, put_whole
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -135,7 +135,7 @@ class StreamFile(io.RawIOBase):
                 view = view[PART:]
                 continue
             if self._buf is None:
-                self._buf = self._sender.take() if self._sender else bytearray(PART)
+                self._buf = self._sender.take() if self._sender else new_part()
             k = min(PART - self._fill, len(view))
             self._buf[self._fill:self._fill + k] = view[:k]
             self._fill += k

@@ -14,12 +14,15 @@ import requests
 
 import o41
 from o41.errors import ServerError, TransportError
-from o41.transport.api import ATTEMPTS, ApiClient
+from o41.transport import retry
+from o41.transport.api import ApiClient
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
 
 pytest_plugins = ["tests.support.client_fixtures"]
+ATTEMPTS = 6
+REFUSED = 25  # refusals of one call in a row
 
 
 @pytest.fixture
@@ -79,24 +82,24 @@ def test_commit_whose_reply_was_lost_is_recognised_as_landed(chaotic, o41_locati
                                  "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"}])
     requests.put(ticket["files"][0]["url"], data=b"a", timeout=60)
     first = api.commit(run.artifact, run.token, ticket["upload"])
-    calls = iter([ServerError("lost", status=503)])
-    real_once = api._once
+    lost = iter([requests.ConnectionError("connection reset before the reply")])
+    real_request = api.session.request
 
-    def flaky_once(method, path, **kwargs):
-        if path == "/versions/commit":
-            error = next(calls, None)
+    def flaky_request(method, url, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if url.endswith("/versions/commit"):
+            error = next(lost, None)
             if error is not None:
                 raise error
-        return real_once(method, path, **kwargs)
+        return real_request(method, url, **kwargs)
 
-    api._once = flaky_once  # type: ignore[method-assign]
+    api.session.request = flaky_request  # type: ignore[method-assign]
     again = api.commit(run.artifact, run.token, ticket["upload"], version="step-00000002",
                        epoch=run.epoch)
     assert again["version"] == first["version"] and again["epoch"] == run.epoch
 
 
 def test_persistent_failure_still_surfaces(chaotic, o41_location, monkeypatch):
-    monkeypatch.setattr("o41.transport.api.RETRY_FOR", 0.0)  # just the six tries, not 20 s of them
+    monkeypatch.setattr(retry, "POLICY", retry.Policy(tries=6))  # six tries, not minutes
     chaos(chaotic, [{"operation": "artifacts/open", "status": 503, "times": 7}])
     with pytest.raises(ServerError):
         o41.open(o41_location, resume="latest")
@@ -124,7 +127,7 @@ class CountingSession(requests.Session):
 
 def test_a_refused_connection_is_tried_once_and_names_the_url_and_its_variable(monkeypatch):
     waits: list[float] = []
-    monkeypatch.setattr("o41.transport.api.time.sleep", waits.append)
+    monkeypatch.setattr(retry, "sleep", waits.append)
     with socket.socket() as sock:  # bound, then released: nothing listens on the port
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/api/v1"
@@ -145,8 +148,8 @@ def test_a_refused_connection_is_tried_once_and_names_the_url_and_its_variable(m
 
 def test_a_connection_cut_without_a_reply_is_still_retried(monkeypatch):
     """A reset (a node restarting, a proxy dropping the connection) is worth the tries."""
-    monkeypatch.setattr("o41.transport.api.time.sleep", lambda s: None)
-    monkeypatch.setattr("o41.transport.api.RETRY_FOR", 0.0)  # the tries, not the 20 s window
+    monkeypatch.setattr(retry, "sleep", lambda s: None)
+    monkeypatch.setattr(retry, "POLICY", retry.Policy(tries=ATTEMPTS))  # tries, not minutes
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(16)
@@ -172,3 +175,27 @@ def test_a_connection_cut_without_a_reply_is_still_retried(monkeypatch):
         server.close()
     assert session.sent == ATTEMPTS == len(accepted)
     assert f"at {url} (no connection)" in str(info.value)
+
+
+def test_a_save_and_a_load_ride_out_many_503s_of_every_call(chaotic, o41_location, tmp_path,
+                                                             monkeypatch):
+    """More refusals of each call than today's tries (5 of a byte, 20 s of a call) cover;
+    the waits are recorded, not slept."""
+    monkeypatch.setattr(retry, "sleep", lambda s: None)
+    data = {"model.bin": os.urandom(3 << 20), "meta.json": b"{}"}
+    chaos(chaotic, [{"operation": op, "status": 503, "times": REFUSED}
+                    for op in ("artifacts/open", "versions/write", "data/put",
+                               "versions/commit")])
+    run = o41.open(o41_location, resume="latest")
+    run.save(7, data)
+    chaos(chaotic, [{"operation": op, "status": 503, "times": REFUSED}
+                    for op in ("artifacts/open", "data/get")])
+    again = o41.open(o41_location, resume="latest")
+    assert again.resume_from is not None and again.resume_from.version == "step-00000007"
+    again.load(tmp_path / "ckpt")
+    for name, content in data.items():
+        assert (tmp_path / "ckpt" / name).read_bytes() == content
+    left = requests.get(f"{chaotic.url}/_emulator/chaos", timeout=60).json()["rules"]
+    assert [rule["times"] for rule in left] == [0] * len(left), left  # every refusal was met
+    chaos(chaotic, [{"operation": "versions/read", "status": 503, "times": REFUSED}])
+    assert again.api.read_version(again.artifact)["version"] == "step-00000007"

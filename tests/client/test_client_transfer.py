@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from o41 import ConfigError, FileEntry, IntegrityError, TransportError
-from o41.transport import transfer
+from o41.transport import retry, transfer
 from o41.transport.transfer import (
     LOG_SUFFIX,
     PART_SUFFIX,
@@ -28,6 +28,14 @@ if TYPE_CHECKING:
 
 pytest_plugins = ["tests.support.client_fixtures"]
 CHUNK = 64 * 1024
+
+
+@pytest.fixture
+def five_tries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure that lasts surfaces after five tries, unslept, not after the policy's
+    minutes: these tests end a run by failing it."""
+    monkeypatch.setattr(retry, "POLICY", retry.Policy(tries=5))
+    monkeypatch.setattr(retry, "sleep", lambda s: None)
 
 
 def entry(server: FileServer, name: str, data: bytes) -> FileEntry:
@@ -57,7 +65,7 @@ def test_download_resumes_within_run_when_body_cut(data_server: FileServer, tmp_
 
 
 def test_download_resumes_across_runs_from_partial_file(data_server: FileServer,
-                                                        tmp_path: Path) -> None:
+                                                        tmp_path: Path, five_tries) -> None:
     data = blob(8 * CHUNK)
     e = entry(data_server, "w.bin", data)
     data_server.fail_from_offset = 5 * CHUNK  # chunks 5.. fail: the first run dies part-way
@@ -74,7 +82,7 @@ def test_download_resumes_across_runs_from_partial_file(data_server: FileServer,
 
 
 def test_download_killed_mid_chunk_resumes_from_last_mark(data_server: FileServer,
-                                                          tmp_path: Path,
+                                                          tmp_path: Path, five_tries,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transfer, "BLOCK", 1024)
     monkeypatch.setattr(transfer, "MARK", 1024)
@@ -184,7 +192,7 @@ def test_download_of_many_files_asks_one_range_per_file(data_server: FileServer,
 
 
 def test_resumed_download_keeps_the_range_size_of_its_log(data_server: FileServer,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path, five_tries) -> None:
     big = entry(data_server, "big.bin", blob(4 * 1024 * 1024, seed=3))
     small = entry(data_server, "small.bin", blob(1024 * 1024, seed=4))
     data_server.fail_from_offset = 3 * 1024 * 1024  # big.bin's last ranges fail: the run dies

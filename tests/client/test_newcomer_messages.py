@@ -73,7 +73,7 @@ def test_serve_on_a_busy_port_says_so_in_one_line_and_names_the_way_out(tmp_path
 def test_client_at_a_closed_port_names_the_url_and_asks_if_the_emulator_runs(
         monkeypatch, capsys) -> None:
     waits: list[float] = []
-    monkeypatch.setattr("o41.transport.api.time.sleep", waits.append)  # a retry would wait first
+    monkeypatch.setattr("o41.transport.retry.sleep", waits.append)  # a retry would wait first
     url = f"http://127.0.0.1:{closed_port()}"
     code, err = run_o41(monkeypatch, capsys, url, "ak_local", "ls", "o41://experiments/x")
     assert code == ExitCode.TRANSFER
