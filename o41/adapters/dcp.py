@@ -111,6 +111,8 @@ def _mend_writer(cls: Any) -> None:
         if fs is None:
             return plans
         artifact, version = _step_of(fs, self.path)
+        if registry.moved_since_job_read(fs.api, artifact, fs.holder):
+            fs.writable(artifact)  # the job's open fences the zombie, and stops this job
         fs.check_new_step((artifact, version))  # before the open: a refusal fences nobody
         launch = fs.writable(artifact)  # the job's one open (or o41 run's)
         launch.declare(version, [".metadata"])  # starts the step's upload
