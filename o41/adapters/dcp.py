@@ -118,6 +118,8 @@ def _mend_writer(cls: type[FsspecWriter]) -> None:
         if fs is None:
             return plans
         artifact, version = _step_of(fs, self.path)
+        if registry.moved_since_job_read(fs.api, artifact, fs.holder):
+            fs.writer.writable(artifact)  # the job's open fences the zombie, and stops this job
         fs.writer.check_new_step((artifact, version))  # before the open: a refusal fences nobody
         launch = fs.writer.writable(artifact)  # the job's one open (or o41 run's)
         launch.declare(version, [".metadata"])  # starts the step's upload

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
+from o41.job import tree
+
 log = logging.getLogger("o41")
 
 Callback = Callable[[], None]
@@ -80,6 +82,7 @@ def _parent_before_fork() -> None:
 
 def _child_after_fork() -> None:
     _forked_from.append(_pid_before_fork[0])
+    _release_sigterm()
     _run(_in_child, "after fork")
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:  # a multiprocessing worker ends with os._exit: no atexit there
@@ -97,14 +100,36 @@ atexit.register(_exiting)
 def catch_sigterm() -> None:
     """On SIGTERM, run the registered callbacks, then what SIGTERM did before (by default,
     end the process with it). Python lets only the main thread install a handler; from
-    another thread this does nothing (and the exit hooks still commit at a normal exit)."""
-    if _sigterm or threading.current_thread() is not threading.main_thread():
+    another thread this does nothing (and the exit hooks still commit at a normal exit).
+
+    Nor in a ``multiprocessing`` child (a ``Pool``'s worker, DCP's checkpoint process, a
+    spawned rank): its parent ends it with SIGTERM (``terminate()``, and at exit for a
+    daemon child) and then joins it. A Python handler runs only when the main thread next
+    runs Python code; when the signal lands on another thread (the fence watch), or just
+    before the main thread blocks in a lock of the pool's queue, the handler never runs,
+    the child outlives its SIGTERM, and the parent's join hangs for good. SIGTERM's own
+    action ends the process whichever thread takes it."""
+    if (_sigterm or threading.current_thread() is not threading.main_thread()
+            or tree.multiprocessing_parent() is not None):
         return
     try:
         _sigterm["previous"] = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, _sigterm_received)
     except (ValueError, OSError):
         _sigterm.clear()
+
+
+def _release_sigterm() -> None:
+    """In a forked child: SIGTERM does again what it did before the client caught it (the
+    child catches it anew when it has steps to commit, unless ``catch_sigterm`` says no)."""
+    if not _sigterm:
+        return
+    previous = _sigterm.pop("previous", None)
+    _sigterm.clear()
+    try:  # None: a handler not set from Python, which this client's replaced for good
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    except (ValueError, OSError) as exc:
+        log.warning("o41: after fork: SIGTERM left to the client's handler: %s", exc)
 
 
 def _sigterm_received(signum: int, frame: FrameType | None) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from o41.checkpoint import Run
 from o41.checkpoint import open as open_run
 from o41.config import Place, Settings
-from o41.errors import Fenced
+from o41.errors import Fenced, NotFound
 from o41.job import hooks, membership
 from o41.job.records import JobRecords, Record
 from o41.transport.api import ApiClient
@@ -100,6 +100,24 @@ def read_before_open(api: ApiClient, artifact: str, holder: str) -> str | None:
     records = JobRecords.of(membership.job(), create=False)
     theirs = records.read(api.api_url, artifact).get("read") if records is not None else None
     return max(filter(None, (mine, str(theirs or ""))), default=None)
+
+
+def moved_since_job_read(api: ApiClient, artifact: str, holder: str) -> bool:
+    """Whether this job read ``artifact`` before opening it (in this process or another of
+    the job: DCP's ranks read, its checkpoint process writes) and its ``latest`` moved since:
+    a box that still held it committed meanwhile. The job's open comes first then, before
+    the refusal a write of an existing step would get: it fences that box and stops this
+    job (``moved_since_read``), and ``version_exists`` would blame the trainer."""
+    if launch_if_held(api, artifact, holder) is not None:
+        return False
+    read = read_before_open(api, artifact, holder)
+    if read is None:
+        return False
+    try:
+        latest = api.read_artifact(artifact).get("latest")
+    except NotFound:
+        return False
+    return bool(latest) and str(latest) > read
 
 
 def shared_launch(api: ApiClient, artifact: str, *, resume: str | None, settings: Settings,
@@ -247,5 +265,5 @@ def joined_launch(api: ApiClient, artifact: str, holder: str, *, token: str, epo
 __all__ = ["ENV_FENCE_CHECK", "ENV_MODE", "ENV_ON_FENCED", "ENV_RUN", "FENCE_CHECK", "Launch",
            "StepUpload", "all_launches", "fence_check_every", "forget_launches", "handed_over",
            "handoff", "joined_launch", "launch_if_held", "launches_of", "mode_of",
-           "moved_since_read", "note_read", "on_fenced_policy", "parse_handoff", "shared_launch",
-           "superseded"]
+           "moved_since_job_read", "moved_since_read", "note_read", "on_fenced_policy",
+           "parse_handoff", "shared_launch", "superseded"]

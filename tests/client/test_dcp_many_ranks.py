@@ -3,7 +3,9 @@
 Written as for ``s3://``: every rank writes its own shards with DCP's FsspecWriter, and the
 checkpoint is ONE version of every rank's shards and ``.metadata`` (``o41.adapters.dcp``). The job
 opens once; a rank killed mid-save leaves the previous latest; a zombie job, woken after
-its relaunch, stops on every rank with exit code 8 and commits nothing.
+its relaunch, stops on every rank with exit code 8 and commits nothing. With
+``dcp.async_save``'s checkpoint process (``dcp_async_ranks.py``), that process writes under
+its job's open, and a zombie woken as the relaunch starts never makes it crash.
 """
 
 from __future__ import annotations
@@ -178,3 +180,71 @@ def test_o41_run_in_front_of_torchrun_is_the_jobs_one_open(served_emulator: Emul
     assert [(v["step"], v["epoch"]) for v in versions(served_emulator.api, served_emulator.key,
                                                       o41_location)] == [(2, 1)]
     assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 1
+
+
+@pytest.mark.slow
+def test_async_save_in_a_checkpoint_process_fences_a_zombie_woken_as_the_relaunch_starts(
+        served_emulator: Emulator, o41_location: str) -> None:
+    """``dcp.async_save`` with the process-based checkpointer: DCP's checkpoint process is
+    part of its rank's job, so its open is the job's open (the ranks' first touch, under
+    O41_MODE=write), never a second one that fences its own ranks. The zombie, woken once
+    the relaunch resumed, is fenced at its next save; the relaunch saves on."""
+    env = served_emulator.client_env(O41_MODE="write", O41_FENCE_CHECK="0.5")
+    script = "dcp_async_ranks.py"
+    with torchrun(env, 2, o41_location, "--steps", "8", "--every", "2", "--hold-after", "2",
+                  script=script) as zombie:
+        for r in range(2):
+            zombie.wait_line(rf"^rank {r} holding$")
+        zombie.signal_all(signal.SIGSTOP)
+        try:
+            with torchrun(env, 2, o41_location, "--steps", "6", "--every", "2",
+                          script=script) as relaunch:
+                for r in range(2):
+                    relaunch.wait_line(rf"^rank {r} resumed-at 2$")
+                zombie.signal_all(signal.SIGCONT)
+                assert relaunch.finish() == 0, relaunch.output()
+        finally:
+            zombie.signal_all(signal.SIGCONT)
+        assert zombie.finish() != 0, zombie.output()
+    assert "Fenced" in zombie.output() or "o41: fenced: " in zombie.output(), zombie.output()
+    for job in (zombie, relaunch):
+        assert "VersionExists" not in job.output() and "version_exists" not in job.output()
+    assert [(v["step"], v["epoch"]) for v in versions(served_emulator.api, served_emulator.key,
+                                                      o41_location)] == [(2, 1), (4, 2), (6, 2)]
+
+
+@pytest.mark.slow
+def test_async_save_relaunch_that_read_before_its_zombie_committed_stops_without_a_crash(
+        served_emulator: Emulator, o41_location: str) -> None:
+    """Without O41_MODE=write the relaunch's first act is a read, in its ranks, and its open
+    comes with its first save, in DCP's checkpoint process. The zombie, woken in between,
+    commits step 4: the relaunch's open (the job's, which knows what its ranks read) fences
+    the zombie and stops the relaunch with the documented refusal, never version_exists."""
+    env = served_emulator.client_env(O41_FENCE_CHECK="0.5")
+    script = "dcp_async_ranks.py"
+    with torchrun(env, 2, o41_location, "--steps", "8", "--every", "2", "--hold-after", "2",
+                  "--hold-after", "4", script=script) as zombie:
+        for r in range(2):
+            zombie.wait_line(rf"^rank {r} holding$")
+        zombie.signal_all(signal.SIGSTOP)
+        try:
+            with torchrun(env, 2, o41_location, "--steps", "6", "--every", "2",
+                          "--hold-before-save", script=script) as relaunch:
+                for r in range(2):
+                    relaunch.wait_line(rf"^rank {r} waiting$")
+                zombie.signal_all(signal.SIGCONT)
+                for r in range(2):
+                    zombie.wait_line(rf"^rank {r} saved 4$")
+                relaunch.signal_all(signal.SIGCONT)
+                assert relaunch.finish() != 0, relaunch.output()
+        finally:
+            zombie.signal_all(signal.SIGCONT)
+        assert zombie.finish() != 0, zombie.output()
+    assert re.search(r"read step-00000002, and then .* committed step-00000004",
+                     " ".join(relaunch.output().split())), relaunch.output()
+    assert "Fenced" in zombie.output() or "o41: fenced: " in zombie.output(), zombie.output()
+    for job in (zombie, relaunch):
+        assert "VersionExists" not in job.output() and "version_exists" not in job.output()
+    assert [(v["step"], v["epoch"]) for v in versions(served_emulator.api, served_emulator.key,
+                                                      o41_location)] == [(2, 1), (4, 1)]
+    assert artifact(served_emulator.api, served_emulator.key, o41_location)["epoch"] == 2

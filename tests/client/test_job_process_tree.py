@@ -6,12 +6,16 @@ ordered by pipes, not by sleeps."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pytest
 
 import o41
 from tests.support.trainer_runs import REPO, artifact, o41_launcher, versions
@@ -156,6 +160,56 @@ def test_fork_pool_started_before_the_client_loaded_saves_under_one_open(
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "2", "3"]
     assert _steps_and_epoch(served_emulator, o41_location) == ([1, 2, 3], 1)
+
+
+# The worker's main thread blocks SIGTERM, so the kernel hands Pool.terminate's SIGTERM to
+# another of its threads: what happens, now and then, to a worker the signal reaches just
+# before its main thread blocks on the pool's queue. A handler in Python would run only when
+# the main thread next runs Python code, that is never, and terminate() would wait for good.
+POOL_TERMINATED = """
+import multiprocessing as mp, os, signal, sys, threading
+location, when = sys.argv[1], sys.argv[2]
+
+def save_then_block(step, ready):
+    import fsspec
+    fs = fsspec.filesystem("o41")
+    fs.pipe(f"{location}/step-{step:08d}/a", b"saved")  # a step that waits commit_after
+    fs.commit_pending()
+    threading.Thread(target=threading.Event().wait, daemon=True).start()  # a loader thread
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    os.write(ready, b"r")
+    threading.Event().wait()
+
+if __name__ == "__main__":
+    if when == "after":  # the trainer saved first, so SIGTERM commits its pending step
+        import fsspec
+        fsspec.filesystem("o41").pipe(f"{location}/step-00000001/a", b"saved")
+    read, write = os.pipe()
+    pool = mp.get_context("fork").Pool(1)
+    pool.apply_async(save_then_block, (2, write))
+    os.read(read, 1)
+    pool.terminate()  # SIGTERM to the worker, then a join
+    print("terminated", flush=True)
+"""
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_pool_terminate_ends_a_worker_that_saved_whichever_thread_takes_sigterm(
+        served_emulator: Emulator, o41_location: str, tmp_path: Path, when: str) -> None:
+    """A pool started before the client loaded, and one started after the trainer saved."""
+    script = _script(tmp_path, "pool.py", POOL_TERMINATED)
+    proc = subprocess.Popen([sys.executable, str(script), o41_location, when], cwd=REPO,
+                            env=served_emulator.client_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:  # the worker too: it is the one that would hang
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0 and out.split() == ["terminated"], err
+    assert _steps_and_epoch(served_emulator, o41_location) == (
+        ([1, 2] if when == "after" else [2]), 1)
 
 
 def test_overlapping_forked_saves_all_commit(served_emulator: Emulator, o41_location: str,
