@@ -17,11 +17,12 @@ from __future__ import annotations
 import importlib.util
 import re
 import secrets
+import time
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support.trainer_runs import o41_launcher, start, versions, wait_for_version
+from tests.support.trainer_runs import WAIT, o41_launcher, start, versions, wait_for_version
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
@@ -40,6 +41,15 @@ ARGS = ("--steps", str(STEPS), "--every", str(EVERY), "--keep", str(KEEP))
 
 def steps_of(emu: Emulator, location: str) -> list[int]:
     return [v["step"] for v in versions(emu.api, emu.key, location)]
+
+
+def purged_to_keep(emu: Emulator, location: str) -> None:
+    """Wait until the purge thread has left the newest ``KEEP`` versions alone."""
+    deadline = time.monotonic() + WAIT
+    while len(steps := steps_of(emu, location)) > KEEP:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{location}: still {steps} after the purge")
+        time.sleep(0.2)
 
 
 def done(output: str) -> tuple[int, str]:
@@ -95,6 +105,9 @@ def test_zombie_woken_after_the_relaunch_saved_stops_and_changes_nothing(
     relaunch.wait_line(rf"^resumed-at {resumed}$")
     relaunch.wait_line(rf"^saved {resumed + EVERY}$")  # its first write opened: fenced
     wait_for_version(served_emulator.api, served_emulator.key, o41_location, resumed + EVERY)
+    # Its purge thread deletes beyond the newest KEEP after that save: paused before the
+    # delete lands, the relaunch's own purge would show as the zombie's change.
+    purged_to_keep(served_emulator, o41_location)
     relaunch.pause()
     before = steps_of(served_emulator, o41_location)
     zombie.resume()
