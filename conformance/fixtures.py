@@ -15,7 +15,8 @@ import pytest
 from conformance.client import Client, Trail, normalize_base
 from conformance.env import FEATURES, Env
 from conformance.profile import SHRINK_SECONDS, profile_settings
-from conformance.session import ENV, NAMES, SEED, TRAIL, secret, spawn
+from conformance.session import ENV, EXPIRY, NAMES, SEED, TRAIL, launch, secret
+from conformance.spawn import SpawnError
 from conformance.target import TargetError, probe
 
 
@@ -61,13 +62,17 @@ def o41_expiring_env(
     if not o41_env.spawned:
         yield o41_env
         return
-    lifetime = pytestconfig.getoption("emulator_url_lifetime")
-    workdir = tmp_path_factory.mktemp("o41-emulator-expiry")
-    proc = spawn(pytestconfig, workdir, o41_env.prefix, lifetime, own_database=True)
+    # Launched at session start beside the target when a selected test named this fixture.
+    proc = pytestconfig.stash.get(EXPIRY, None)
+    if proc is None:
+        lifetime = pytestconfig.getoption("emulator_url_lifetime")
+        proc = launch(pytestconfig, tmp_path_factory.mktemp("o41-emulator-expiry"),
+                      o41_env.prefix, lifetime, own_database=True)
     try:
-        yield dataclasses.replace(o41_env, base=normalize_base(proc.url))
-    finally:
-        proc.stop()
+        url = proc.wait_ready()
+    except SpawnError as exc:
+        pytest.fail(f"the expiry target did not start: {exc}", pytrace=False)
+    yield dataclasses.replace(o41_env, base=normalize_base(url))
 
 
 @pytest.fixture

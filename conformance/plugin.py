@@ -191,7 +191,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config.add_cleanup(lambda: shutil.rmtree(workdir, ignore_errors=True))
     shown = config.stash[SECRETS].shown
     try:
-        config.stash[ENV] = open_target(config, config.stash[NAMES], config.stash[SEED], workdir)
+        expiry = any("o41_expiring_env" in getattr(item, "fixturenames", ())
+                     for item in session.items)
+        config.stash[ENV] = open_target(config, config.stash[NAMES], config.stash[SEED], workdir,
+                                        expiry=expiry)
     except TargetError as exc:
         pytest.exit(shown(f"o41 conformance: {exc}"), returncode=EXIT_TARGET)
     except ValueError as exc:

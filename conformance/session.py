@@ -25,6 +25,7 @@ from conformance.target import TargetError, probe
 __all__ = [
     "COLLECTOR",
     "ENV",
+    "EXPIRY",
     "NAMES",
     "SECRETS",
     "SECRET_ENV",
@@ -33,6 +34,7 @@ __all__ = [
     "SPAWN_SCOPED_KEY",
     "TRAIL",
     "RunNames",
+    "launch",
     "open_target",
     "run_names",
     "secret",
@@ -49,6 +51,8 @@ NAMES = pytest.StashKey["RunNames"]()
 SEED = pytest.StashKey[int]()
 TRAIL = pytest.StashKey[Any]()
 SECRETS = pytest.StashKey[Secrets]()
+#: The expiry target of a spawn run, launched at session start (see :func:`open_target`).
+EXPIRY = pytest.StashKey[SpawnedEmulator]()
 
 #: Each key option and the environment variable it defaults to: a program running the suite
 #: (the mutant and legal tables) hands keys over there, never on the command line, where
@@ -100,6 +104,16 @@ def spawn(
     own_database: bool = False,
 ) -> SpawnedEmulator:
     """Start one emulator with the suite's keys; stopped by the config's cleanup."""
+    proc = launch(config, workdir, prefix, url_lifetime, own_database)
+    proc.wait_ready()
+    return proc
+
+
+def launch(
+    config: Any, workdir: Path, prefix: str, url_lifetime: int | None = None,
+    own_database: bool = False,
+) -> SpawnedEmulator:
+    """:func:`spawn` without waiting for the emulator to answer."""
     proc = SpawnedEmulator(
         workdir,
         faults=_opt(config, "emulator_fault"),
@@ -111,7 +125,7 @@ def spawn(
         own_database=own_database,
     )
     config.add_cleanup(proc.stop)
-    proc.start()
+    proc.launch()
     return proc
 
 
@@ -120,15 +134,26 @@ def _one_line(exc: SpawnError) -> str:
     return lines[0] + (f" ... {lines[-1].strip()}" if len(lines) > 1 else "")
 
 
-def open_target(config: Any, names: RunNames, seed: int, workdir: Path) -> Env:
-    """The session's Env, with the target started (spawn) and probed. Raises TargetError
-    with one line when the target cannot be judged."""
+def open_target(
+    config: Any, names: RunNames, seed: int, workdir: Path, *, expiry: bool = False
+) -> Env:
+    """The session's Env, with the target started (spawn) and probed; with ``expiry`` (a
+    selected test needs the expiry target) and spawn, the expiry target launched beside it.
+    Raises TargetError with one line when the target cannot be judged."""
     target = str(_opt(config, "target"))
     key = secret(config, "api_key")
     read_key = secret(config, "read_key")
     scoped_arg, read_prefix = secret(config, "scoped_key"), _opt(config, "scoped_read_prefix")
     spawned = target == "spawn"
     if spawned:
+        if expiry and not _opt(config, "expiry_target"):
+            # The expiry target comes up while the main one does, not when its first
+            # test asks for it (o41_expiring_env waits for it then).
+            expiry_dir = workdir / "expiry"
+            expiry_dir.mkdir()
+            config.stash[EXPIRY] = launch(config, expiry_dir, names.prefix,
+                                          _opt(config, "emulator_url_lifetime"),
+                                          own_database=True)
         try:
             proc = spawn(config, workdir, names.prefix)
         except SpawnError as exc:

@@ -103,6 +103,8 @@ class SpawnedEmulator:
         self.command = command
         self.own_database = own_database
         self.proc: subprocess.Popen[bytes] | None = None
+        self._args: list[str] = []
+        self._ready = False
         self.url = ""
         self.key: str | None = None
 
@@ -120,22 +122,35 @@ class SpawnedEmulator:
 
     def start(self, timeout: float = 30.0) -> str:
         """Start and wait until ``/_emulator/health`` answers; return the URL."""
-        args = [*_command(self.command), "serve", "--host", "127.0.0.1", "--port", "0"]
-        args += ["--data-dir", str(self.workdir / "data")]
+        self.launch()
+        return self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it: a second emulator comes up while the
+        first one does, or while tests run (:meth:`wait_ready` waits for it)."""
+        self._args = [*_command(self.command), "serve", "--host", "127.0.0.1", "--port", "0"]
+        self._args += ["--data-dir", str(self.workdir / "data")]
         if self.config is not None:
             cfg = self.workdir / "emulator.toml"
             cfg.write_text(self.config)
-            args += ["--config", str(cfg)]
+            self._args += ["--config", str(cfg)]
         for fault in self.faults:
-            args += ["--fault", fault]
+            self._args += ["--fault", fault]
         with (
             open(self.workdir / "stdout.log", "wb") as out,
             open(self.workdir / "stderr.log", "wb") as err,
         ):
             self.proc = subprocess.Popen(
-                args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                self._args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent, env=self._env(),
             )
+
+    def wait_ready(self, timeout: float = 30.0) -> str:
+        """Wait until the launched emulator's ``/_emulator/health`` answers; its URL."""
+        if self._ready and self.proc is not None:
+            return self.url
+        if self.proc is None:
+            raise SpawnError("emulator not launched (or already stopped)")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = self._tail("stdout.log")
@@ -145,13 +160,14 @@ class SpawnedEmulator:
                 key = _KEY.search(text)
                 self.key = key.group(1) if key else None
             if self.url and self._healthy(deadline - time.monotonic()):
+                self._ready = True
                 return self.url
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
         self.stop()
         raise SpawnError(
-            f"emulator did not come up ({' '.join(args)}):\n{self._tail('stderr.log')}"
+            f"emulator did not come up ({' '.join(self._args)}):\n{self._tail('stderr.log')}"
         )
 
     def _healthy(self, left: float) -> bool:

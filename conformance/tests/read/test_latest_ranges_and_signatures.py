@@ -4,7 +4,6 @@ and signatures changed only a little or borrowed from another version."""
 
 from __future__ import annotations
 
-import time
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
@@ -19,7 +18,7 @@ from conformance.actions import (
     make_files,
     open_box,
 )
-from conformance.client import Client, Trail, parse_time
+from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check, check_equal, rule_of, unknown_rules
 
@@ -206,26 +205,3 @@ def test_signature_refused_when_changed_only_a_little(o41_env: Env, o41_api: Cli
         check_equal(o41_api.fetch(_with_signature(url, change)).status, 403, "READ-4",
                     f"GET with the signature's {what}")
     check_equal(o41_api.fetch(url).status, 200, "READ-2", "GET of the URL as signed")
-
-
-@clause("READ-4.c")
-@pytest.mark.url_expiry
-def test_expired_url_refused_for_head_and_ranged_get(
-    o41_expiring_env: Env, o41_trail: Trail
-) -> None:
-    env, api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
-    a, _ = _version(env, api, "read4c", {"m": 1000})
-    reply = api.read(a.artifact, urls=True)
-    body = expect_ok(reply, "READ-2", "read")
-    expires = parse_time(body.get("urls_expire_at"))
-    if expires is None:
-        pytest.skip("optional capability: the target gives no urls_expire_at")
-    lifetime = expires - reply.server_time
-    if lifetime > env.max_url_wait:
-        pytest.skip(f"optional capability: URLs live {lifetime:.0f}s > --max-url-wait")
-    url = body["files"][0]["url"]
-    deadline = reply.received_at + lifetime + 1.5
-    while time.time() < deadline:  # wait out the lifetime the server declared
-        time.sleep(min(0.25, max(0.0, deadline - time.time())))
-    check_equal(api.fetch(url, method="HEAD").status, 403, "READ-4", "HEAD after expiry")
-    check_equal(api.fetch(url, byte_range=(0, 99)).status, 403, "READ-4", "ranged GET after it")

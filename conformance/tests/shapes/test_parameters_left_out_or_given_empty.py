@@ -66,16 +66,25 @@ def test_parameters_given_empty_are_malformed(o41_env: Env, o41_api: Client) -> 
     for path, params in queries:
         reply = o41_api.call("GET", path, params=params)
         expect_error(reply, 400, "invalid_argument", "API-1.f", f"{reply.line()} (given empty)")
-    before = snapshot(o41_api, art)
     good = {"name": "m", "size": 1, "sha256": SHA}
+    # An upload of step 2 left open: each commit below names it with one field given empty.
+    staged = expect_ok(o41_api.write(art, a.token, "step-00000002", [good]), "VER-4",
+                       "write of step 2")
+    upload = staged.get("upload")
+    before = snapshot(o41_api, art)
+    write = {"artifact": art, "token": a.token, "version": "step-00000002", "files": [good]}
+    commit = {"artifact": art, "token": a.token, "upload": upload}
+    delete = {"artifact": art, "token": a.token, "version": "step-00000001"}
     bodies: list[tuple[str, dict[str, Any]]] = [
         ("/artifacts/open", {"artifact": art, "resume": "latest", "holder": ""}),
         ("/artifacts/open", {"artifact": art, "resume": ""}),
-        ("/versions/write", {"artifact": art, "token": a.token, "version": "",
-                             "files": [good]}),
-        ("/versions/write", {"artifact": art, "token": "", "version": "step-00000002",
-                             "files": [good]}),
-        ("/versions/delete", {"artifact": art, "token": a.token, "version": ""}),
+        ("/artifacts/open", {"artifact": "", "resume": "latest"}),
+        ("/artifacts/open", {"artifact": art, "resume": "latest", "place": ""}),
+        *(("/versions/write", {**write, field: ""}) for field in ("artifact", "token",
+                                                                   "version", "upload")),
+        ("/versions/write", {**write, "files": [{**good, "name": ""}]}),
+        *(("/versions/commit", {**commit, field: ""}) for field in commit),
+        *(("/versions/delete", {**delete, field: ""}) for field in delete),
     ]
     for path, body in bodies:
         reply = o41_api.call("POST", path, body=body)
