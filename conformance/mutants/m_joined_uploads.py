@@ -10,10 +10,11 @@ from typing import Any
 
 from conformance.mutants.base import Request, Response, error_code, ok_or
 from conformance.mutants.rows import (
-    Bend,
     On,
     Row,
     Turn,
+    noted,
+    recalled,
     refused_when,
     rows,
     sent_upload,
@@ -66,27 +67,15 @@ def _fenced_join_taken(reply: Response, turn: Turn) -> Response:
     return _decoy_join(turn, newest.token, "step-99999998") or reply
 
 
-def noted(key: str, endpoint: str, test: Callable[[Response], bool],
-          what: Callable[[Request], set[Any]]) -> Bend:
-    """Notes ``what`` of a request to ``endpoint`` whose reply ``test`` holds for, under
-    ``key`` in the row's memory."""
-
-    def bend(reply: Response, turn: Turn) -> Response:
-        if turn.request.endpoint == endpoint and test(reply):
-            with turn.lock:
-                turn.memory.setdefault(key, set()).update(what(turn.request))
-        return reply
-
-    return bend
+def _upload_when(endpoint: str, test: Callable[[Response], bool]) -> Callable[
+        [Response, Turn], set[Any]]:
+    """The upload a request to ``endpoint`` names, when ``test`` holds for its reply."""
+    return lambda reply, turn: {body_of(turn.request).get("upload")} \
+        if turn.request.endpoint == endpoint and test(reply) else set()
 
 
-def _noted_upload(request: Request) -> set[Any]:
-    return {body_of(request).get("upload")}
-
-
-def _in(key: str, turn: Turn) -> bool:
-    with turn.lock:
-        return body_of(turn.request).get("upload") in turn.memory.get(key, set())
+def _upload_in(key: str, turn: Turn) -> bool:
+    return recalled(key, body_of(turn.request).get("upload"), turn)
 
 
 def _joins_unlisted(turn: Turn) -> Response | None:
@@ -112,14 +101,14 @@ def _joins_noted(reply: Response, turn: Turn) -> Response:
 
 def _committed_join(reply: Response, turn: Turn) -> Response:
     if turn.request.endpoint == "versions/commit":
-        return noted("done", "versions/commit", lambda r: r.ok, _noted_upload)(reply, turn)
-    if _joining(turn.request) and reply.status == 404 and _in("done", turn):
+        return noted("done", _upload_when("versions/commit", lambda r: r.ok))(reply, turn)
+    if _joining(turn.request) and reply.status == 404 and _upload_in("done", turn):
         return Response.error(409, "version_exists", "the upload was committed")
     return reply
 
 
 def _closed(turn: Turn) -> Response | None:
-    if _joining(turn.request) and _in("closed", turn):
+    if _joining(turn.request) and _upload_in("closed", turn):
         return Response.error(404, "not_found", "no such open upload")
     return None
 
@@ -221,6 +210,6 @@ rows(
     Row("ver-upload-whose-commit-was-refused-takes-no-more-writes", "VER-5.a",
         "a write joining an upload whose commit was refused 409 incomplete gets 404",
         On(WRITE + COMMIT, replies="any"), serve=_closed,
-        answer=noted("closed", "versions/commit", lambda r: error_code(r) == "incomplete",
-                     _noted_upload)),
+        answer=noted("closed", _upload_when("versions/commit",
+                                            lambda r: error_code(r) == "incomplete"))),
 )

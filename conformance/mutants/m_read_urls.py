@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +21,7 @@ from typing import Any
 from conformance.mutants.base import Request, Response
 from conformance.mutants.legal_base import walk
 from conformance.mutants.reads import api_call, obj, request_key, resend, served_range, url_key
-from conformance.mutants.rows import Bend, On, Row, Turn, rows
+from conformance.mutants.rows import Bend, On, Row, Turn, noted, recalled, rows
 
 Info = dict[str, Any]
 Json = dict[str, Any]
@@ -205,18 +205,13 @@ def _whole_get(turn: Turn) -> Info | None:
 
 
 def _used_twice(turn: Turn) -> Response | None:
-    if _whole_get(turn) is None:
+    if _whole_get(turn) is None or not recalled("used", request_key(turn.request), turn):
         return None
-    with turn.lock:
-        used = request_key(turn.request) in turn.memory.get("used", set())
-    return Response.error(403, "forbidden", "the URL was used") if used else None
+    return Response.error(403, "forbidden", "the URL was used")
 
 
-def _first_use(reply: Response, turn: Turn) -> Response:
-    if reply.ok and _whole_get(turn) is not None:
-        with turn.lock:
-            turn.memory.setdefault("used", set()).add(request_key(turn.request))
-    return reply
+def _first_use(reply: Response, turn: Turn) -> set[Hashable]:
+    return {request_key(turn.request)} if reply.ok and _whole_get(turn) is not None else set()
 
 
 # --- READ-4.d: URLs without a signature -----------------------------------------------------
@@ -407,7 +402,7 @@ rows(
     # Ranged GETs, the parallel load, still work.
     Row("read-url-refused-after-one-whole-file-get", "READ-4.e",
         "a second unranged GET of a read URL gets 403 before the URL's expiry",
-        ALL, serve=_used_twice, answer=_first_use, watched=True),
+        ALL, serve=_used_twice, answer=noted("used", _first_use), watched=True),
     # --- VER-2.b, VER-7.c
     Row("ver-put-to-a-read-url-replaces-the-committed-file", "VER-2.b",
         "a PUT to a version's GET URL answers 200 and changes the file's bytes",

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.mutants.base import Request, Response, error_code, ok_or
 from conformance.mutants.m_step_names_and_deletes import step_of
-from conformance.mutants.rows import Bend, On, Row, Turn, changed, error, rows
+from conformance.mutants.rows import Bend, On, Row, Turn, changed, error, noted, recalled, rows
 from conformance.mutants.tracking import (
     Facts,
     Tracked,
@@ -416,17 +416,14 @@ def _lists_a_declared_file(turn: Turn) -> Response | None:
 
 
 def _spoiled(turn: Turn) -> Response | None:
-    with turn.lock:
-        spoiled = body_of(turn.request).get("upload") in turn.memory.get("spoiled", set())
-    return Response.error(409, "incomplete", "the upload was refused before") if spoiled \
-        else None
+    if recalled("spoiled", body_of(turn.request).get("upload"), turn):
+        return Response.error(409, "incomplete", "the upload was refused before")
+    return None
 
 
-def _spoils(reply: Response, turn: Turn) -> Response:
-    if error_code(reply) == "incomplete" and _listed(turn.request):
-        with turn.lock:
-            turn.memory.setdefault("spoiled", set()).add(body_of(turn.request).get("upload"))
-    return reply
+def _spoils(reply: Response, turn: Turn) -> set[Hashable]:
+    refused = error_code(reply) == "incomplete" and _listed(turn.request)
+    return {body_of(turn.request).get("upload")} if refused else set()
 
 
 def streamed_names(turn: Turn, artifact: object) -> set[str]:
@@ -579,7 +576,7 @@ rows(
         answer=commit_list_retried(_received_values), tracked=True),
     Row("ver-upload-refused-for-its-list-never-commits", "VER-6.c",
         "after a commit refused 409 incomplete for its list, every commit is refused",
-        On(COMMIT, replies="any"), serve=_spoiled, answer=_spoils),
+        On(COMMIT, replies="any"), serve=_spoiled, answer=noted("spoiled", _spoils)),
     Row("ver-commit-listing-a-declared-file-gets-400", "VER-6.c",
         "a commit listing a declared file with its declared values gets 400",
         On(COMMIT, replies="any"), serve=_lists_a_declared_file, tracked=True),

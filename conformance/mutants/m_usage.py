@@ -12,7 +12,7 @@ from typing import Any
 
 from conformance.mutants.base import Response
 from conformance.mutants.reads import parse_range, request_key, url_key
-from conformance.mutants.rows import Bend, On, Row, Turn, rows
+from conformance.mutants.rows import Bend, On, Row, Turn, noted, recalled, rows
 from conformance.mutants.tracking import body_of
 from conformance.mutants.usage_replies import (
     ANY,
@@ -91,36 +91,22 @@ def unmetered(test: URLTest) -> Bend:
                    if _got(turn, reply) and test(turn, info) else 0)
 
 
-def _noted(key: str, endpoint: str,
-           what: Callable[[Turn, Json], set[Hashable]]) -> Callable[[Bend], Bend]:
-    """A bend that notes ``what`` (of the request and ok reply to ``endpoint``) under
-    ``key`` in the row's memory, then acts as ``then``."""
-
-    def wrap(then: Bend) -> Bend:
-        def bend(reply: Response, turn: Turn) -> Response:
-            body = reply.json()
-            if turn.request.endpoint == endpoint and reply.ok and isinstance(body, dict):
-                with turn.lock:
-                    turn.memory.setdefault(key, set()).update(what(turn, body))
-            return then(reply, turn)
-
-        return bend
-
-    return wrap
-
-
-def _resume_urls(turn: Turn, body: Json) -> set[Hashable]:
-    resume = body.get("resume_from")
+def _resume_urls(reply: Response, turn: Turn) -> set[Hashable]:
+    """The keys of the URLs of an open's ``resume_from``."""
+    body = reply.json() if reply.ok and turn.request.endpoint == "artifacts/open" else None
+    resume = body.get("resume_from") if isinstance(body, dict) else None
     files = resume.get("files") if isinstance(resume, dict) else None
     return {url_key(f["url"]) for f in files or [] if isinstance(f, dict) and f.get("url")}
 
 
-def _in_memory(key: str, of: Callable[[Turn, Info], Hashable]) -> URLTest:
-    def test(turn: Turn, info: Info) -> bool:
-        with turn.lock:
-            return of(turn, info) in turn.memory.get(key, set())
+def _deleted(reply: Response, turn: Turn) -> set[Hashable]:
+    body = reply.json() if reply.ok and turn.request.endpoint == "versions/delete" else None
+    return {(body.get("artifact"), body.get("version"))} if isinstance(body, dict) else set()
 
-    return test
+
+def _opener(reply: Response, turn: Turn) -> set[Hashable]:
+    opened = reply.ok and turn.request.endpoint == "artifacts/open"
+    return {turn.request.header("Authorization")} if opened else set()
 
 
 def _not_an_openers(turn: Turn, info: Info) -> bool:
@@ -197,23 +183,19 @@ rows(
     # Metering hangs on versions/read: an open's resume_from URLs are not counted.
     Row("usage-reads-through-resume-from-urls-not-counted", "USAGE-1.b",
         "downloads of an open's resume_from URLs are missing from usage",
-        ANY, answer=_noted("resumed", "artifacts/open", _resume_urls)(unmetered(
-            _in_memory("resumed", lambda turn, info: request_key(turn.request)))),
+        ANY, answer=noted("resumed", _resume_urls, unmetered(
+            lambda turn, info: recalled("resumed", request_key(turn.request), turn))),
         watched=True),
     # The meter looks the version up and finds nothing (VER-7.c lets the URLs serve).
     Row("usage-reads-of-a-deleted-versions-urls-not-counted", "USAGE-1.b",
         "downloads through URLs of a version deleted since are missing from usage",
-        ANY, answer=_noted("deleted", "versions/delete", lambda turn, body: {
-            (body.get("artifact"), body.get("version"))})(unmetered(
-                _in_memory("deleted", lambda turn, info: (info["artifact"],
-                                                          info["version"])))),
+        ANY, answer=noted("deleted", _deleted, unmetered(
+            lambda turn, info: recalled("deleted", (info["artifact"], info["version"]), turn))),
         watched=True),
     # The meter books reads on the opener's account: a read-only key's are lost.
     Row("usage-reads-by-a-read-only-key-not-counted", "USAGE-1.b",
         "downloads through URLs a read-only key was given are missing from usage",
-        ANY, answer=_noted("openers", "artifacts/open", lambda turn, body: {
-            turn.request.header("Authorization")})(unmetered(_not_an_openers)),
-        watched=True),
+        ANY, answer=noted("openers", _opener, unmetered(_not_an_openers)), watched=True),
     # --- API-1.f: usage/read?artifact= (present but empty)
     Row("api-usage-with-empty-artifact-reports-everything", "API-1.f",
         "usage/read?artifact= (empty) answers all usage instead of 400",

@@ -17,7 +17,7 @@ and its bends may keep a memory of their own in ``Turn.memory`` (the mutant's st
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -27,7 +27,7 @@ from conformance.mutants.tracking import Facts, Tracked, UploadInfo, body_of
 
 __all__ = ["On", "Row", "RowMutant", "TrackedRowMutant", "Turn", "body", "dropped", "error",
            "headers", "internal_error", "refused_when", "row_mutant", "rows", "sent_upload",
-           "set_fields", "versions", "WatchedRowMutant", "changed"]
+           "set_fields", "versions", "WatchedRowMutant", "changed", "noted", "recalled"]
 
 Json = dict[str, Any]
 
@@ -259,3 +259,25 @@ def changed(change: Callable[[Json, Turn], Json | None]) -> Bend:
         return reply if new is None else reply.with_json(new)
 
     return bend
+
+
+def noted(key: str, what: Callable[[Response, Turn], Iterable[Hashable]],
+          then: Bend | None = None) -> Bend:
+    """Adds ``what`` of each exchange it bends (of the reply and the turn; empty: nothing)
+    to the set ``key`` of the row's memory, then bends it with ``then`` (if any)."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        items = set(what(reply, turn))
+        if items:
+            with turn.lock:
+                turn.memory.setdefault(key, set()).update(items)
+        return then(reply, turn) if then else reply
+
+    return bend
+
+
+def recalled(key: str, item: Hashable, turn: Turn) -> bool:
+    """``item`` was :func:`noted` under ``key`` in the row's memory."""
+    with turn.lock:
+        return item in turn.memory.get(key, set())
+

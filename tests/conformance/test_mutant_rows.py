@@ -7,7 +7,18 @@ import json
 
 from conformance.mutants import MUTANTS
 from conformance.mutants.base import Mutant, Request, Response
-from conformance.mutants.rows import On, Row, Turn, error, internal_error, row_mutant, set_fields
+from conformance.mutants.rows import (
+    On,
+    Row,
+    Turn,
+    error,
+    internal_error,
+    noted,
+    recalled,
+    row_mutant,
+    set_fields,
+)
+from conformance.mutants.tracking import body_of
 
 API = "/api/v1/"
 
@@ -142,3 +153,20 @@ def test_a_watched_rows_bend_knows_what_a_data_url_points_at() -> None:
     served = mutant.handle(Request("GET", "/d/x", (("sig", "1"),)), Recorder(data))
     assert served.body == b"model.pt"
     assert mutant.handle(Request("GET", "/d/y", (("sig", "1"),)), Recorder(data)) is data
+
+
+def test_a_noted_item_is_recalled_by_later_exchanges_of_the_row() -> None:
+    def refused_if_seen(turn: Turn) -> Response | None:
+        seen = recalled("artifacts", body_of(turn.request).get("artifact"), turn)
+        return Response.error(409, "has_checkpoints", "seen before") if seen else None
+
+    row = Row("second-open-refused", "OPEN-1.a", "an artifact opened once is refused after",
+              On(("artifacts/open",), replies="any"), serve=refused_if_seen,
+              answer=noted("artifacts", lambda reply, turn: {body_of(turn.request).get(
+                  "artifact")} if reply.ok else ()))
+    mutant, upstream = row_mutant(row)(), Recorder(ok({}))
+    opened = post("artifacts/open", {"artifact": "p/a"})
+    assert mutant.handle(opened, upstream).status == 200
+    assert mutant.handle(post("artifacts/open", {"artifact": "p/b"}), upstream).status == 200
+    assert mutant.handle(opened, upstream).status == 409
+    assert len(upstream.sent) == 2
