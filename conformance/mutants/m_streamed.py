@@ -454,17 +454,22 @@ def _resumed_as_declared(data: Json, turn: Turn) -> Json | None:
 # --- VER-4.e: a PUT longer than declared --------------------------------------------------------
 
 
+def _declared_size(turn: Turn) -> int | None:
+    """The size declared for the file a (tracked) PUT's URL is of (None: none known)."""
+    with turn.lock:
+        up = turn.t.uploads.get(turn.t.paths.get(turn.request.path) or "")
+    if up is None:
+        return None
+    sizes = {f.get("name"): f.get("size") for f in up.write.get("files") or []
+             if isinstance(f, dict)}
+    size = sizes.get(up.paths.get(turn.request.path))
+    return size if isinstance(size, int) else None
+
+
 def _prefix_kept(turn: Turn) -> Response | None:
     request = turn.request
-    if request.kind != "data" or request.method != "PUT":
-        return None
-    with turn.lock:
-        up = turn.t.uploads.get(turn.t.paths.get(request.path) or "")
-    name = up.paths.get(request.path) if up else None
-    spec = next((f for f in (up.write.get("files") or []) if isinstance(f, dict)
-                 and f.get("name") == name), None) if up else None
-    size = spec.get("size") if isinstance(spec, dict) else None
-    if not isinstance(size, int) or len(request.body) <= size:
+    size = _declared_size(turn) if request.kind == "data" and request.method == "PUT" else None
+    if size is None or len(request.body) <= size:
         return None
     turn.upstream.send(Request("PUT", request.path, request.query, (), request.body[:size]))
     return Response.error(413, "payload_too_large", "the body is longer than declared")

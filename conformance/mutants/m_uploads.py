@@ -45,15 +45,16 @@ def booked(then: Bend) -> Bend:
     def bend(reply: Response, turn: Turn) -> Response:
         request = turn.request
         sent, body = obj(request), obj(reply)
-        if request.kind == "api" and reply.ok:
+        written = request.endpoint == "versions/write" and reply.ok and body.get("upload")
+        if written:
+            entry = {k: sent.get(k) for k in ("artifact", "version", "token")}
+            entry["files"] = sent.get("files") or []
+            entry["urls"] = {f.get("name"): f.get("url") for f in body.get("files") or []}
             with turn.lock:
-                if request.endpoint == "versions/write" and body.get("upload"):
-                    turn.memory.setdefault("uploads", {})[body["upload"]] = {
-                        "artifact": sent.get("artifact"), "version": sent.get("version"),
-                        "files": sent.get("files") or [], "token": sent.get("token"),
-                        "urls": {f.get("name"): f.get("url") for f in body.get("files") or []}}
-                if request.endpoint == "versions/commit":
-                    turn.memory.setdefault("committed", set()).add(sent.get("upload"))
+                turn.memory.setdefault("uploads", {})[body["upload"]] = entry
+        elif request.endpoint == "versions/commit" and reply.ok:
+            with turn.lock:
+                turn.memory.setdefault("committed", set()).add(sent.get("upload"))
         _note_put(turn, request, reply)
         return then(reply, turn)
 
@@ -73,11 +74,11 @@ def put_body(turn: Turn, url: str | None) -> bytes | None:
 def staged(turn: Turn, artifact: str) -> list[Upload]:
     """Uploads of ``artifact`` not committed, whose every file was PUT."""
     with turn.lock:
-        done = turn.memory.get("committed", set())
-        ups = [dict(u, upload=k) for k, u in turn.memory.get("uploads", {}).items()
-               if u["artifact"] == artifact and k not in done]
-        puts = turn.memory.get("puts", {})
-        return [u for u in ups if all(url in puts for url in u["urls"].values())]
+        done = set(turn.memory.get("committed", set()))
+        uploads = dict(turn.memory.get("uploads", {}))
+        put = set(turn.memory.get("puts", {}))
+    return [dict(u, upload=k) for k, u in uploads.items()
+            if u["artifact"] == artifact and k not in done and set(u["urls"].values()) <= put]
 
 
 def _later_staged(turn: Turn, artifact: str, latest: str | None) -> list[str]:
