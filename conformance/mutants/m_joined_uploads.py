@@ -1,12 +1,26 @@
 """Mutants of one upload with many writers (VER-5): a joining write that starts an upload of
 its own, a refused write that still adds its new names, the wrong error for a committed,
-foreign or other-version upload, and a fenced write that is let in."""
+foreign or other-version upload, a fenced write that is let in, and a commit that leaves
+the joined files out or needs them listed; one row each (rows.py)."""
 
 from __future__ import annotations
 
-from conformance.mutants.base import Request, Response, Upstream, error_code, mutant, ok_or
-from conformance.mutants.rows import On, Row, Turn, refused_when, rows, sent_upload, set_fields
-from conformance.mutants.tracking import Tracked, body_of, key_of
+from collections.abc import Callable
+from typing import Any
+
+from conformance.mutants.base import Request, Response, error_code, ok_or
+from conformance.mutants.rows import (
+    On,
+    Row,
+    Turn,
+    noted,
+    recalled,
+    refused_when,
+    rows,
+    sent_upload,
+    set_fields,
+)
+from conformance.mutants.tracking import body_of, key_of
 
 
 def _joining(request: Request) -> bool:
@@ -20,135 +34,83 @@ def _without_upload(request: Request) -> Request:
     return request.with_json(body)
 
 
-@mutant
-class JoinedFilesLeftOutOfTheCommit(Tracked):
-    """A joining write answers as it should, but only the first write's files are the
-    upload's: the others' PUTs go nowhere and the commit leaves their files out."""
-
-    name = "ver-commit-covers-the-first-write-only"
-    clause = "VER-5.e"
-    summary = "a joining write's files get URLs but are not part of the upload's version"
-
-    def before(self, request: Request, upstream: Upstream) -> Response | None:
-        if not _joining(request):
-            return None
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(str(body.get("upload")))
-        if up is None or up.artifact != body.get("artifact") \
-                or up.write.get("version") != body.get("version"):
-            return None
-        # A write of the same files into a throwaway version gives real URLs that lead nowhere.
-        decoy = {**body, "version": "step-99999999"}
-        decoy.pop("upload", None)
-        reply = upstream.send(request.with_json(decoy))
-        data = reply.json() if reply.ok else None
-        if not isinstance(data, dict):
-            return None
-        return reply.with_json({**data, "upload": up.upload})
-
-
-@mutant
-class CommittedUploadJoinConflicts(Tracked):
-    """A write into an upload that was committed answers 409 version_exists (the version it
-    made exists) instead of 404."""
-
-    name = "ver-write-into-a-committed-upload-gets-409"
-    clause = "VER-5.c"
-    summary = "a write naming a committed upload gets 409 version_exists, not 404"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        body = body_of(request)
-        if request.endpoint == "versions/commit" and response.ok:
-            with self.lock:
-                self.state.setdefault("done", set()).add(body.get("upload"))
-            return response
-        if not _joining(request) or response.status != 404:
-            return response
-        with self.lock:
-            done = body.get("upload") in self.state.get("done", set())
-        if done:
-            return Response.error(409, "version_exists", "the upload was committed")
-        return response
-
-
-@mutant
-class FencedTokenJoinsOwnUpload(Tracked):
-    """A write into its own upload with a token fenced since is accepted as long as the
-    upload was started before the fencing open (checked only at commit)."""
-
-    name = "ver-write-into-own-upload-with-a-fenced-token-accepted"
-    clause = "VER-5.d"
-    summary = "a fenced box's write into its own earlier upload succeeds instead of 409"
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if not _joining(request) or error_code(response) != "fenced":
-            return response
-        body = body_of(request)
-        with self.lock:
-            up = self.t.uploads.get(str(body.get("upload")))
-            newest = self.t.newest.get(str(body.get("artifact")))
-        if up is None or up.token != body.get("token") or newest is None:
-            return response
-        decoy = {**body, "token": newest.token, "version": "step-99999998"}
-        decoy.pop("upload", None)
-        reply = upstream.send(request.with_json(decoy))
-        data = reply.json() if reply.ok else None
-        if not isinstance(data, dict) or key_of(request) is None:
-            return response
-        return reply.with_json({**data, "upload": up.upload})
-
-
-@mutant
-class JoinedFilesMustBeListed(Tracked):
-    """The commit of an upload that several writes made needs its files list to name the
-    joining writes' files (taken for streamed ones), else 409 incomplete."""
-
-    name = "ver-commit-of-a-joined-upload-needs-the-joined-files-listed"
-    clause = "VER-5.e"
-    summary = "a commit without files of an upload two writes made gets 409 incomplete"
-
-    def before(self, request: Request, upstream: Upstream) -> Response | None:
-        if request.endpoint != "versions/commit":
-            return None
-        body = body_of(request)
-        with self.lock:
-            joins = self.state.get("joins", {}).get(body.get("upload"), set())
-        listed = {f.get("name") for f in body.get("files") or [] if isinstance(f, dict)}
-        if joins and not joins <= listed:
-            return Response.error(409, "incomplete", "the joined files are not listed")
+def _decoy_join(turn: Turn, token: Any, version: str) -> Response | None:
+    """The joining write's files written into a throwaway version (real URLs that lead
+    nowhere), answered as if they had joined the upload named; None if not written."""
+    body = body_of(turn.request)
+    decoy = {**body, "token": token, "version": version}
+    decoy.pop("upload", None)
+    reply = turn.upstream.send(turn.request.with_json(decoy))
+    data = reply.json() if reply.ok else None
+    if not isinstance(data, dict):
         return None
-
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if _joining(request) and response.ok:
-            body = body_of(request)
-            with self.lock:
-                self.state.setdefault("joins", {}).setdefault(body.get("upload"), set()).update(
-                    f.get("name") for f in body.get("files") or [] if isinstance(f, dict))
-        return response
+    return reply.with_json({**data, "upload": body.get("upload")})
 
 
-@mutant
-class RefusedCommitClosesTheUpload(Tracked):
-    """After a commit of an upload is refused (409 incomplete), writes naming the upload
-    get 404: the refused commit closed it to more writers."""
+def _first_write_only(turn: Turn) -> Response | None:
+    """Only the first write's files are the upload's: the others' PUTs go nowhere."""
+    body, up = body_of(turn.request), sent_upload(turn)
+    if up is None or up.artifact != body.get("artifact") \
+            or up.write.get("version") != body.get("version"):
+        return None
+    return _decoy_join(turn, body.get("token"), "step-99999999")
 
-    name = "ver-upload-whose-commit-was-refused-takes-no-more-writes"
-    clause = "VER-5.a"
-    summary = "a write joining an upload whose commit was refused 409 incomplete gets 404"
 
-    def before(self, request: Request, upstream: Upstream) -> Response | None:
-        if not _joining(request):
-            return None
-        with self.lock:
-            closed = body_of(request).get("upload") in self.state.get("closed", set())
-        return Response.error(404, "not_found", "no such open upload") if closed else None
+def _fenced_join_taken(reply: Response, turn: Turn) -> Response:
+    """The fence is checked only at commit for an upload started before it."""
+    body, up = body_of(turn.request), sent_upload(turn)
+    with turn.lock:
+        newest = turn.t.newest.get(str(body.get("artifact")))
+    if up is None or up.token != body.get("token") or newest is None \
+            or key_of(turn.request) is None:
+        return reply
+    return _decoy_join(turn, newest.token, "step-99999998") or reply
 
-    def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        if request.endpoint == "versions/commit" and error_code(response) == "incomplete":
-            with self.lock:
-                self.state.setdefault("closed", set()).add(body_of(request).get("upload"))
-        return response
+
+def _upload_when(endpoint: str, test: Callable[[Response], bool]) -> Callable[
+        [Response, Turn], set[Any]]:
+    """The upload a request to ``endpoint`` names, when ``test`` holds for its reply."""
+    return lambda reply, turn: {body_of(turn.request).get("upload")} \
+        if turn.request.endpoint == endpoint and test(reply) else set()
+
+
+def _upload_in(key: str, turn: Turn) -> bool:
+    return recalled(key, body_of(turn.request).get("upload"), turn)
+
+
+def _joins_unlisted(turn: Turn) -> Response | None:
+    if turn.request.endpoint != "versions/commit":
+        return None
+    body = body_of(turn.request)
+    with turn.lock:
+        joins = turn.memory.get("joins", {}).get(body.get("upload"), set())
+    listed = {f.get("name") for f in body.get("files") or [] if isinstance(f, dict)}
+    if joins and not joins <= listed:
+        return Response.error(409, "incomplete", "the joined files are not listed")
+    return None
+
+
+def _joins_noted(reply: Response, turn: Turn) -> Response:
+    if _joining(turn.request) and reply.ok:
+        body = body_of(turn.request)
+        with turn.lock:
+            turn.memory.setdefault("joins", {}).setdefault(body.get("upload"), set()).update(
+                f.get("name") for f in body.get("files") or [] if isinstance(f, dict))
+    return reply
+
+
+def _committed_join(reply: Response, turn: Turn) -> Response:
+    if turn.request.endpoint == "versions/commit":
+        return noted("done", _upload_when("versions/commit", lambda r: r.ok))(reply, turn)
+    if _joining(turn.request) and reply.status == 404 and _upload_in("done", turn):
+        return Response.error(409, "version_exists", "the upload was committed")
+    return reply
+
+
+def _closed(turn: Turn) -> Response | None:
+    if _joining(turn.request) and _upload_in("closed", turn):
+        return Response.error(404, "not_found", "no such open upload")
+    return None
 
 
 def _new_names_added(reply: Response, turn: Turn) -> Response:
@@ -192,11 +154,12 @@ def _repeats_a_file_of_the_upload(turn: Turn) -> bool:
                for f in body_of(turn.request).get("files") or [])
 
 
+WRITE, COMMIT = ("versions/write",), ("versions/commit",)
+
+
 def _joining_refused(replies: str | int, code: str | None = None) -> On:
     return On(WRITE, replies=replies, code=code, when=_joining)
 
-
-WRITE = ("versions/write",)
 
 rows(
     # A write naming an upload is taken as a new write: it answers its own upload, and the
@@ -231,4 +194,22 @@ rows(
     Row("ver-write-with-the-newest-token-into-an-older-epochs-upload-accepted", "VER-5.d",
         "the newest box's write into a fenced box's upload succeeds instead of 409",
         _joining_refused("error", "fenced"), answer=_taken_over_by_newest, tracked=True),
+    Row("ver-commit-covers-the-first-write-only", "VER-5.e",
+        "a joining write's files get URLs but are not part of the upload's version",
+        On(WRITE, replies="any", when=_joining), serve=_first_write_only, tracked=True),
+    Row("ver-write-into-a-committed-upload-gets-409", "VER-5.c",
+        "a write naming a committed upload gets 409 version_exists, not 404",
+        On(WRITE + COMMIT, replies="any"), answer=_committed_join),
+    Row("ver-write-into-own-upload-with-a-fenced-token-accepted", "VER-5.d",
+        "a fenced box's write into its own earlier upload succeeds instead of 409",
+        _joining_refused("error", "fenced"), answer=_fenced_join_taken, tracked=True),
+    Row("ver-commit-of-a-joined-upload-needs-the-joined-files-listed", "VER-5.e",
+        "a commit without files of an upload two writes made gets 409 incomplete",
+        On(WRITE + COMMIT, replies="any"), serve=_joins_unlisted, answer=_joins_noted),
+    # The refused commit closed the upload to more writers.
+    Row("ver-upload-whose-commit-was-refused-takes-no-more-writes", "VER-5.a",
+        "a write joining an upload whose commit was refused 409 incomplete gets 404",
+        On(WRITE + COMMIT, replies="any"), serve=_closed,
+        answer=noted("closed", _upload_when("versions/commit",
+                                            lambda r: error_code(r) == "incomplete"))),
 )

@@ -1,15 +1,23 @@
-"""Mutants of PLACE-1..4: where writes go, the warnings, and where versions show.
+"""Mutants of PLACE-1..4 (and API-1.d's write location): where writes go, the warnings,
+and where versions show; one row each (rows.py).
 
-They rewrite the JSON of open, write, read and list replies; what decides whether a reply
-is touched is the request (the place as spelled, resume, version) and the reply itself.
+They bend the JSON of open, write, read and list replies; what decides whether a reply is
+bent is the request (the place as spelled, resume, version) and the reply itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream, mutant
-from conformance.mutants.m_read import committed, obj
+from conformance.mutants.base import Request, Response
+from conformance.mutants.m_fork import SOURCE
+from conformance.mutants.reads import committed, obj
+from conformance.mutants.rows import Bend, On, Row, Turn, changed, rows
+
+Json = dict[str, Any]
+OPEN, WRITE, READ = ("artifacts/open",), ("versions/write",), ("versions/read",)
+KNOWN = {"aws", "gcp", "azure"}
 
 
 def place_of(request: Request) -> dict[str, Any] | None:
@@ -29,290 +37,255 @@ def capitalised(place: dict[str, Any] | None) -> bool:
     return bool(place) and str(place.get("cloud")) != str(place.get("cloud")).lower()
 
 
-class ReplyMutant(Mutant):
-    """Rewrites the JSON body of successful replies to ``endpoint`` with :meth:`change`."""
-
-    endpoint = ""
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        body = resp.json()
-        if request.endpoint != self.endpoint or not resp.ok or not isinstance(body, dict):
-            return resp
-        changed = self.change(request, upstream, body)
-        return resp if changed is None else resp.with_json(changed)
-
-    def change(self, request: Request, upstream: Upstream, body: dict) -> dict | None:
-        return None
+def cloud_of(side: Any) -> str:
+    """The cloud of a place or location, lower-cased ('' when it has none)."""
+    return str((side or {}).get("cloud", "")).lower()
 
 
-class WriteReplyMutant(ReplyMutant):
-    """Rewrites ``versions/write`` replies, knowing the place the token was opened from."""
-
-    endpoint = "versions/write"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        body = resp.json()
-        if request.endpoint == "artifacts/open" and resp.ok and isinstance(body, dict):
-            with self.lock:
-                self.state[body.get("token")] = place_of(request)
-            return resp
-        if request.endpoint != self.endpoint or not resp.ok or not isinstance(body, dict):
-            return resp
-        with self.lock:
-            place = self.state.get(obj(request).get("token"))
-        changed = self.change_write(request, upstream, body, place)
-        return resp if changed is None else resp.with_json(changed)
-
-    def change_write(self, request: Request, upstream: Upstream, body: dict,
-                     place: dict | None) -> dict | None:
-        return None
+def route_between(location: Any, place: Any) -> str:
+    if cloud_of(location) != cloud_of(place):
+        return "cross_cloud"
+    return "local" if (location or {}).get("region") == (place or {}).get("region") \
+        else "inter_region"
 
 
-def _has_versions(upstream: Upstream, request: Request) -> bool:
-    return bool(committed(upstream, request, obj(request).get("artifact", "")))
+def unknown_cloud(place: dict[str, Any] | None) -> bool:
+    return bool(place) and cloud_of(place) not in KNOWN
 
 
-def _route(body: dict) -> str | None:
+WriteChange = Callable[[Json, Turn, dict[str, Any] | None], Json | None]
+
+
+def written_from(change: WriteChange,
+                 opened: Callable[[Json, Turn], Json | None] | None = None) -> Bend:
+    """A write's reply changed by ``change``, which also gets the place the write's token
+    was opened from (remembered from the open's reply; None: not seen); an open's reply
+    changed by ``opened``."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        body = reply.json()
+        if turn.request.endpoint == "artifacts/open":
+            with turn.lock:
+                turn.memory.setdefault("places", {})[body.get("token")] = place_of(turn.request)
+            new = opened(body, turn) if opened else None
+        else:
+            with turn.lock:
+                place = turn.memory.get("places", {}).get(obj(turn.request).get("token"))
+            new = change(body, turn, place)
+        return reply if new is None else reply.with_json(new)
+
+    return bend
+
+
+def _route(body: Json) -> str | None:
     return (body.get("write_location") or {}).get("route")
 
 
-def _with_route(body: dict, route: str | None) -> dict:
+def _with_route(body: Json, route: str | None) -> Json:
     return {**body, "write_location": {**body["write_location"], "route": route}}
 
 
-# --- PLACE-1.a ---------------------------------------------------------------------------
+def _has_versions(turn: Turn) -> bool:
+    return bool(committed(turn.upstream, turn.request, obj(turn.request).get("artifact", "")))
 
 
-@mutant
-class LocalRouteLaterWrites(WriteReplyMutant):
-    """The write reply of a box at a location says ``inter_region`` once the artifact has
-    a committed version (the first write is right)."""
-
-    name = "place-local-write-route-inter-region-after-first-version"
-    clause = "PLACE-1.a"
-    summary = "write replies of a local box say inter_region once a version exists"
-
-    def change_write(self, request, upstream, body, place):  # noqa: ANN001, ANN201
-        if body.get("route") == "local" and _has_versions(upstream, request):
+def _after_first_version(route: str) -> WriteChange:
+    def change(body: Json, turn: Turn, place: dict[str, Any] | None) -> Json | None:
+        if body.get("route") == route and _has_versions(turn):
             return {**body, "route": "inter_region"}
         return None
 
+    return change
 
-@mutant
-class LocalRouteCaseSensitive(WriteReplyMutant):
-    """The route of a box whose cloud is spelled with capitals (``GCP``) is compared
-    case-sensitively: its open and writes say ``cross_cloud`` though the location is its own."""
 
-    name = "place-local-route-cross-cloud-for-capitalised-cloud"
-    clause = "PLACE-1.a"
-    summary = "a box at GCP/europe-west4 is told route cross_cloud for its local location"
+def _capitalised_local(body: Json, turn: Turn, place: dict[str, Any] | None) -> Json | None:
+    if capitalised(place) and body.get("route") == "local":
+        return {**body, "route": "cross_cloud"}
+    return None
 
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = super().handle(request, upstream)
-        body = resp.json()
-        if request.endpoint == "artifacts/open" and resp.ok and capitalised(place_of(request)) \
-                and isinstance(body, dict) and _route(body) == "local":
-            return resp.with_json(_with_route(body, "cross_cloud"))
-        return resp
 
-    def change_write(self, request, upstream, body, place):  # noqa: ANN001, ANN201
-        if capitalised(place) and body.get("route") == "local":
-            return {**body, "route": "cross_cloud"}
+def _capitalised_local_open(body: Json, turn: Turn) -> Json | None:
+    if capitalised(place_of(turn.request)) and _route(body) == "local":
+        return _with_route(body, "cross_cloud")
+    return None
+
+
+def _gcp_default_local(body: Json, turn: Turn, place: dict[str, Any] | None) -> Json | None:
+    if body.get("route") == "inter_region" and cloud_of(body.get("location")) == "gcp":
+        return {**body, "route": "local"}
+    return None
+
+
+def _box_region(body: Json, turn: Turn, place: dict[str, Any] | None) -> Json | None:
+    if not place or body.get("route") != "inter_region":
         return None
+    return {**body, "location": {"cloud": cloud_of(place), "region": place.get("region")}}
 
 
-# --- PLACE-2 -----------------------------------------------------------------------------
+def _default_capitalised(body: Json, turn: Turn) -> Json | None:
+    if capitalised(place_of(turn.request)) and _route(body) == "inter_region":
+        return _with_route(body, "cross_cloud")
+    return None
 
 
-@mutant
-class DefaultRouteLocalGcpWrites(WriteReplyMutant):
-    """Write replies of gcp boxes outside gcp's location regions say ``local``."""
+def _box_region_on_relaunch(body: Json, turn: Turn) -> Json | None:
+    place = place_of(turn.request)
+    if body.get("resume_from") and _route(body) == "inter_region" and place:
+        return {**body, "write_location": {"cloud": cloud_of(place),
+                                           "region": place["region"], "route": "local"}}
+    return None
 
-    name = "place-default-write-route-local-for-gcp"
-    clause = "PLACE-2.a"
-    summary = "a gcp box in another region is told route local in its write replies"
 
-    def change_write(self, request, upstream, body, place):  # noqa: ANN001, ANN201
-        if body.get("route") == "inter_region" and (body.get("location") or {}).get(
-                "cloud") == "gcp":
-            return {**body, "route": "local"}
+def no_warnings_when(test: Callable[[Json, Turn], bool]) -> Bend:
+    """An open's reply without its warnings when ``test`` holds for it."""
+    return changed(lambda body, turn: {**body, "warnings": []} if test(body, turn) else None)
+
+
+def _fallback_warning_without_region(body: Json, turn: Turn) -> Json | None:
+    wl = body.get("write_location") or {}
+    if not (body.get("resume_from") and _route(body) == "cross_cloud" and wl.get("region")):
         return None
+    full = f"{wl.get('cloud')}/{wl['region']}"
+    warnings = [str(w).replace(full, str(wl.get("cloud"))).replace(wl["region"], "")
+                for w in body.get("warnings") or []]
+    return {**body, "warnings": warnings}
 
 
-@mutant
-class DefaultCaseSensitive(ReplyMutant):
-    """A box whose cloud is spelled with capitals in a region without a location is told
-    ``cross_cloud``: the route compares the cloud case-sensitively."""
-
-    name = "place-default-route-cross-cloud-for-capitalised-cloud"
-    clause = "PLACE-2.a"
-    summary = "a box at AWS/us-west-2 is told route cross_cloud for aws's default location"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if capitalised(place_of(request)) and _route(body) == "inter_region":
-            return _with_route(body, "cross_cloud")
+def _old_version_at_reader(body: Json, turn: Turn) -> Json | None:
+    place, wanted = place_of(turn.request), turn.request.arg("version")
+    if not place or wanted in (None, "latest") or body.get("cross_cloud") is not True:
         return None
-
-
-@mutant
-class DefaultRegionIsBoxRegionOnRelaunch(ReplyMutant):
-    """On a relaunch (the open resumes a version) from a region without a location, the
-    open names the box's own region as the write location, route ``local``."""
-
-    name = "place-default-location-is-box-region-on-relaunch"
-    clause = "PLACE-2.a"
-    summary = "a relaunch from a region without a location is told it writes locally"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        place = place_of(request)
-        if body.get("resume_from") and _route(body) == "inter_region" and place:
-            return {**body, "write_location": {"cloud": str(place["cloud"]).lower(),
-                                               "region": place["region"], "route": "local"}}
+    versions = committed(turn.upstream, turn.request, turn.request.arg("artifact") or "")
+    if not versions or versions[-1]["version"] == wanted:
         return None
+    here = {"cloud": cloud_of(place), "region": place["region"]}
+    return {**body, "location": here, "route": "local", "cross_cloud": False}
 
 
-@mutant
-class DefaultWarningDroppedOnRelaunch(ReplyMutant):
-    """A relaunch (the open resumes a version) from a region without a location carries
-    no warning; first opens do."""
-
-    name = "place-default-warning-dropped-on-relaunch"
-    clause = "PLACE-2.b"
-    summary = "a relaunch from a region without a location gets no warning"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if body.get("resume_from") and _route(body) == "inter_region":
-            return {**body, "warnings": []}
+def _newest_location_listed(body: Json, turn: Turn) -> Json | None:
+    listed = body.get("versions") or []
+    if len(listed) < 3:
         return None
+    newest = listed[-1].get("location")
+    return {**body, "versions": [{**r, "location": newest} for r in listed]}
 
 
-@mutant
-class DefaultWarningDroppedForCapitals(ReplyMutant):
-    """A box whose cloud is spelled with capitals gets no inter-region warning."""
+def _told_resumed_location(fork: bool) -> Callable[[Json, Turn], Json | None]:
+    """An open told it writes where the version it resumes is (a fork's source, or a
+    relaunch's latest from a place with a location of its own)."""
 
-    name = "place-default-warning-dropped-for-capitalised-cloud"
-    clause = "PLACE-2.b"
-    summary = "a box at AWS/us-west-2 gets no warning"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if capitalised(place_of(request)) and _route(body) == "inter_region":
-            return {**body, "warnings": []}
-        return None
-
-
-# --- PLACE-3 -----------------------------------------------------------------------------
-
-
-@mutant
-class FallbackRouteNullWithoutPlace(ReplyMutant):
-    """An open without a place is told route null (unknown) instead of ``cross_cloud``."""
-
-    name = "place-fallback-route-null-without-place"
-    clause = "PLACE-3.a"
-    summary = "an open with place null gets write_location.route null"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if place_of(request) is None and _route(body) == "cross_cloud":
-            return _with_route(body, None)
-        return None
-
-
-@mutant
-class FallbackLaterWritesInterRegion(WriteReplyMutant):
-    """A fallback box's write replies say ``inter_region`` once the artifact has a version."""
-
-    name = "place-fallback-write-route-inter-region-after-first-version"
-    clause = "PLACE-3.a"
-    summary = "write replies of a fallback box say inter_region once a version exists"
-
-    def change_write(self, request, upstream, body, place):  # noqa: ANN001, ANN201
-        if body.get("route") == "cross_cloud" and _has_versions(upstream, request):
-            return {**body, "route": "inter_region"}
-        return None
-
-
-def _fallback_open(body: dict) -> bool:
-    return _route(body) == "cross_cloud"
-
-
-@mutant
-class FallbackWarningWithoutRegionOnRelaunch(ReplyMutant):
-    """On a relaunch, the fallback warning names the fallback's cloud but not its region."""
-
-    name = "place-fallback-warning-names-no-region-on-relaunch"
-    clause = "PLACE-3.b"
-    summary = "a relaunch's fallback warning says 'aws' instead of 'aws/us-east-1'"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        wl = body.get("write_location") or {}
-        if not (body.get("resume_from") and _fallback_open(body) and wl.get("region")):
+    def change(body: Json, turn: Turn) -> Json | None:
+        resume, place, sent = body.get("resume_from"), place_of(turn.request), \
+            obj(turn.request).get("resume")
+        resumes = isinstance(sent, str) and SOURCE.match(sent) is not None if fork \
+            else sent == "latest" and _route(body) == "local"
+        if not resumes or not isinstance(resume, dict) or not place:
             return None
-        full = f"{wl.get('cloud')}/{wl['region']}"
-        warnings = [str(w).replace(full, str(wl.get("cloud"))).replace(wl["region"], "")
-                    for w in body.get("warnings") or []]
-        return {**body, "warnings": warnings}
+        loc = resume.get("location") or {}
+        if loc == {k: v for k, v in (body.get("write_location") or {}).items() if k != "route"}:
+            return None
+        return {**body, "write_location": {**loc, "route": route_between(loc, place)}}
+
+    return change
 
 
-@mutant
-class FallbackWarningDroppedWithoutPlace(ReplyMutant):
-    """An open without a place gets no fallback warning (a named unknown place does)."""
-
-    name = "place-fallback-warning-dropped-without-place"
-    clause = "PLACE-3.b"
-    summary = "an open with place null gets no warning"
-    endpoint = "artifacts/open"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        if place_of(request) is None and _fallback_open(body):
-            return {**body, "warnings": []}
+def _matched_by_region(body: Json, turn: Turn) -> Json | None:
+    place = place_of(turn.request)
+    if place is None or not unknown_cloud(place):
         return None
+    homes = {"europe-west4": "gcp", "westeurope": "azure", "us-east-1": "aws"}
+    cloud = homes.get(str(place.get("region")))
+    wl = body.get("write_location") or {}
+    if cloud is None or cloud == wl.get("cloud"):
+        return None
+    return {**body, "write_location": {**wl, "cloud": cloud, "region": place.get("region")}}
 
 
-# --- PLACE-4.a ---------------------------------------------------------------------------
+def _warning_names_box(body: Json, turn: Turn) -> Json | None:
+    place = place_of(turn.request)
+    loc = body.get("write_location") or {}
+    if place is None or not unknown_cloud(place) or not body.get("warnings"):
+        return None
+    where = f"{loc.get('cloud')}/{loc.get('region')}"
+    box = f"{place.get('cloud')}/{place.get('region')}"
+    warnings = [str(w).replace(where, box).replace(str(loc.get("region")), "?")
+                for w in body["warnings"]]
+    return {**body, "warnings": warnings}
 
 
-@mutant
-class OldVersionLooksCopiedToReader(ReplyMutant):
-    """A read of a named, not-latest version from a place in another cloud shows it at the
-    reader's place (as if copied there), route ``local``."""
-
-    name = "place-location-old-version-shown-at-reader"
-    clause = "PLACE-4.a"
-    summary = "an older version read from another cloud shows the reader's place as location"
-    endpoint = "versions/read"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        place, wanted = place_of(request), request.arg("version")
-        if not place or wanted in (None, "latest") or body.get("cross_cloud") is not True:
-            return None
-        versions = committed(upstream, request, request.arg("artifact") or "")
-        if not versions or versions[-1]["version"] == wanted:
-            return None
-        here = {"cloud": str(place["cloud"]).lower(), "region": place["region"]}
-        return {**body, "location": here, "route": "local", "cross_cloud": False}
+def _inter_region_without_holder(body: Json, turn: Turn) -> Json | None:
+    if "holder" in obj(turn.request) or _route(body) != "local":
+        return None
+    return _with_route(body, "inter_region")
 
 
-@mutant
-class ListShowsNewestLocation(ReplyMutant):
-    """With 3 or more versions, ``versions/list`` shows every version at the location of
-    the newest one (reads by name are right)."""
-
-    name = "place-location-list-shows-newest-location-when-3-versions"
-    clause = "PLACE-4.a"
-    summary = "with 3+ versions, list shows every version at the newest one's location"
-    endpoint = "versions/list"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        rows = body.get("versions") or []
-        if len(rows) < 3:
-            return None
-        newest = rows[-1].get("location")
-        return {**body, "versions": [{**r, "location": newest} for r in rows]}
+rows(
+    # --- PLACE-1.a
+    Row("place-local-write-route-inter-region-after-first-version", "PLACE-1.a",
+        "write replies of a local box say inter_region once a version exists",
+        On(OPEN + WRITE), answer=written_from(_after_first_version("local"))),
+    Row("place-local-route-cross-cloud-for-capitalised-cloud", "PLACE-1.a",
+        "a box at GCP/europe-west4 is told route cross_cloud for its local location",
+        On(OPEN + WRITE), answer=written_from(_capitalised_local, _capitalised_local_open)),
+    Row("place-fork-write-location-is-the-source-versions", "PLACE-1.a",
+        "a fork opened from another place is told it writes at the source's location",
+        On(OPEN), answer=changed(_told_resumed_location(fork=True))),
+    Row("place-relaunch-write-location-is-the-resumed-versions", "PLACE-1.a",
+        "a relaunch elsewhere is told write_location = the resumed version's location",
+        On(OPEN), answer=changed(_told_resumed_location(fork=False))),
+    Row("place-local-route-inter-region-without-holder", "PLACE-1.a",
+        "an open at a location's own place without a holder says route inter_region",
+        On(OPEN), answer=changed(_inter_region_without_holder)),
+    # --- API-1.d: what a write reply says of its location
+    Row("api-write-reply-location-is-the-box-region", "API-1.d",
+        "versions/write of an inter-region box answers location = the box's region",
+        On(OPEN + WRITE), answer=written_from(_box_region)),
+    # --- PLACE-2
+    Row("place-default-write-route-local-for-gcp", "PLACE-2.a",
+        "a gcp box in another region is told route local in its write replies",
+        On(OPEN + WRITE), answer=written_from(_gcp_default_local)),
+    Row("place-default-route-cross-cloud-for-capitalised-cloud", "PLACE-2.a",
+        "a box at AWS/us-west-2 is told route cross_cloud for aws's default location",
+        On(OPEN), answer=changed(_default_capitalised)),
+    Row("place-default-location-is-box-region-on-relaunch", "PLACE-2.a",
+        "a relaunch from a region without a location is told it writes locally",
+        On(OPEN), answer=changed(_box_region_on_relaunch)),
+    Row("place-default-warning-dropped-on-relaunch", "PLACE-2.b",
+        "a relaunch from a region without a location gets no warning",
+        On(OPEN), answer=no_warnings_when(
+            lambda body, turn: bool(body.get("resume_from")) and _route(body) == "inter_region")),
+    Row("place-default-warning-dropped-for-capitalised-cloud", "PLACE-2.b",
+        "a box at AWS/us-west-2 gets no warning",
+        On(OPEN), answer=no_warnings_when(
+            lambda body, turn: capitalised(place_of(turn.request))
+            and _route(body) == "inter_region")),
+    # --- PLACE-3
+    Row("place-fallback-route-null-without-place", "PLACE-3.a",
+        "an open with place null gets write_location.route null",
+        On(OPEN), answer=changed(lambda body, turn: _with_route(body, None)
+                                 if place_of(turn.request) is None
+                                 and _route(body) == "cross_cloud" else None)),
+    Row("place-fallback-write-route-inter-region-after-first-version", "PLACE-3.a",
+        "write replies of a fallback box say inter_region once a version exists",
+        On(OPEN + WRITE), answer=written_from(_after_first_version("cross_cloud"))),
+    Row("place-unknown-cloud-matched-by-region-name", "PLACE-3.a",
+        "a box at oracle/<a location's region> is sent to that location, not the fallback",
+        On(OPEN), answer=changed(_matched_by_region)),
+    Row("place-fallback-warning-names-no-region-on-relaunch", "PLACE-3.b",
+        "a relaunch's fallback warning says 'aws' instead of 'aws/us-east-1'",
+        On(OPEN), answer=changed(_fallback_warning_without_region)),
+    Row("place-fallback-warning-dropped-without-place", "PLACE-3.b",
+        "an open with place null gets no warning",
+        On(OPEN), answer=no_warnings_when(
+            lambda body, turn: place_of(turn.request) is None and _route(body) == "cross_cloud")),
+    Row("place-fallback-warning-names-box-for-unknown-cloud", "PLACE-3.b",
+        "an unknown cloud's fallback warning names the box's place, not aws/us-east-1",
+        On(OPEN), answer=changed(_warning_names_box)),
+    # --- PLACE-4.a
+    Row("place-location-old-version-shown-at-reader", "PLACE-4.a",
+        "an older version read from another cloud shows the reader's place as location",
+        On(READ), answer=changed(_old_version_at_reader)),
+    Row("place-location-list-shows-newest-location-when-3-versions", "PLACE-4.a",
+        "with 3+ versions, list shows every version at the newest one's location",
+        On(("versions/list",)), answer=changed(_newest_location_listed)),
+)

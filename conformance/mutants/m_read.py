@@ -1,362 +1,200 @@
-"""Mutants of READ-1..4: which version a read names, signed URLs, ranges, signatures, expiry.
+"""Mutants of READ-1 and READ-2: which version a read names, and what its URLs serve.
 
-Also the small helpers the other ``m_*`` modules share: calling the upstream API with the
-client's own key, and :class:`Watching`, a mutant base that remembers every signed URL it
-passed on (what it points at), so a data-plane request can be tied to its artifact, version
-and file without knowing anything about how the implementation builds its URLs.
+The helpers other modules import from here live in :mod:`conformance.mutants.reads`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from conformance.mutants.base import (  # noqa: F401  (error_code: importable from here too)
-    API_PREFIX,
-    Mutant,
+from conformance.mutants.base import (
     Request,
     Response,
-    Upstream,
-    api_request,
     emptied,
-    error_code,
-    mutant,
+    error_code,  # noqa: F401  (importable from here too)
 )
+from conformance.mutants.reads import (  # noqa: F401  (importable from here as before)
+    MIB,
+    Watching,
+    api_call,
+    bytes_reply,
+    committed,
+    obj,
+    parse_range,
+    request_key,
+    resend,
+    target_artifact,
+    unsatisfiable,
+    url_key,
+    with_headers,
+)
+from conformance.mutants.rows import Bend, On, Row, Turn, changed, error, rows
+from conformance.mutants.tracking import body_of
 
-MIB = 1 << 20
-_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
-
-
-def api_call(
-    upstream: Upstream, like: Request, method: str, endpoint: str,
-    query: dict[str, str] | None = None, body: Any = None,
-) -> Response:
-    """One extra API call to the upstream, with the key of the request ``like``."""
-    q = tuple((k, v) for k, v in (query or {}).items() if v is not None)
-    auth = like.header("Authorization")
-    return upstream.send(api_request(method, endpoint, auth, q, body))
-
-
-def committed(upstream: Upstream, like: Request, artifact: str) -> list[dict[str, Any]]:
-    """The committed versions of ``artifact`` in step order ([] when it cannot be listed)."""
-    reply = api_call(upstream, like, "GET", "versions/list", {"artifact": artifact})
-    body = reply.json() if reply.ok else None
-    return list(body.get("versions") or []) if isinstance(body, dict) else []
-
-
-def target_artifact(request: Request) -> str | None:
-    """The artifact an API request is about (query or JSON body)."""
-    body = request.json()
-    if isinstance(body, dict) and isinstance(body.get("artifact"), str):
-        return body["artifact"]
-    return request.arg("artifact")
+Json = dict[str, Any]
+READ = ("versions/read",)
 
 
-def obj(message: Request | Response) -> dict[str, Any]:
-    """A JSON body that is an object, else {} (the suite sends other JSON on purpose)."""
-    body = message.json()
-    return body if isinstance(body, dict) else {}
+def _latest(request: Request) -> bool:
+    return request.arg("version", "latest") == "latest"
 
 
-def with_headers(resp: Response, **changes: str | None) -> Response:
-    """The reply with headers set (``Content_Range`` -> ``Content-Range``) or removed."""
-    names = {k.replace("_", "-").lower(): (k.replace("_", "-"), v) for k, v in changes.items()}
-    kept = [(k, v) for k, v in resp.headers if k.lower() not in names]
-    kept += [(k, v) for k, v in names.values() if v is not None]
-    return replace(resp, headers=tuple(kept))
+def _first_answer_kept(reply: Response, turn: Turn) -> Response:
+    """A latest read with urls=1 cached per artifact and place on first use."""
+    key = (turn.request.arg("artifact"), turn.request.arg("place"))
+    with turn.lock:
+        return turn.memory.setdefault(key, reply)
 
 
-def parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
-    """``(a, b)`` for a satisfiable ``bytes=`` range, None if it cannot be satisfied, and
-    ``"none"`` when there is no (single, parseable) range at all."""
-    m = _RANGE.fullmatch((header or "").strip())
-    if not m or (not m[1] and not m[2]):
-        return "none"
-    if not m[1]:
-        n = int(m[2])
-        return (max(0, size - n), size - 1) if n and size else None
-    a, b = int(m[1]), int(m[2]) if m[2] else size - 1
-    if a >= size or b < a:
+def _second_highest(reply: Response, turn: Turn) -> Response:
+    versions = committed(turn.upstream, turn.request, turn.request.arg("artifact") or "")
+    if len(versions) < 3:
+        return reply
+    return turn.upstream.send(turn.request.with_query(version=versions[-2]["version"]))
+
+
+def _floor_version(reply: Response, turn: Turn) -> Response:
+    wanted = turn.request.arg("version") or ""
+    steps = [v["version"] for v in committed(turn.upstream, turn.request,
+                                             turn.request.arg("artifact") or "")]
+    below = [s for s in steps if s < wanted]
+    if below and steps[-1] > wanted:
+        return turn.upstream.send(turn.request.with_query(version=below[-1]))
+    return reply
+
+
+def _usage_of_all_emptied(reply: Response, turn: Turn) -> Response:
+    return emptied(turn.upstream.send(turn.request.with_query(artifact=None))) or reply
+
+
+def _read_from_fork_source(reply: Response, turn: Turn) -> Response:
+    """Opens of a fork note its source; an unknown version of the fork is read there."""
+    request = turn.request
+    sent = body_of(request)
+    resume = sent.get("resume")
+    if request.endpoint == "artifacts/open" and reply.ok and isinstance(resume, str) \
+            and resume.startswith("o41://"):
+        with turn.lock:
+            turn.memory[sent.get("artifact")] = resume[6:].rsplit("/", 1)[0]
+    if request.endpoint == "versions/read" and reply.status == 404:
+        with turn.lock:
+            source = turn.memory.get(request.arg("artifact"))
+        if source and not _latest(request):
+            moved = turn.upstream.send(request.with_query(artifact=source))
+            return moved if moved.ok else reply
+    return reply
+
+
+def _second_file_needs_key(turn: Turn) -> Response | None:
+    info = turn.seen.info(turn.request) if turn.seen else None
+    if info and info["method"] == "GET" and info["index"] >= 1 \
+            and not turn.request.header("Authorization"):
+        return Response.error(401, "unauthenticated", "an API key is required")
+    return None
+
+
+def _last_byte_dropped(reply: Response, turn: Turn) -> Response:
+    if len(reply.body) > MIB:
+        return with_headers(reply.with_body(reply.body[:-1]), Content_Length=None)
+    return reply
+
+
+def _nested_without_url(body: Json, turn: Turn) -> Json | None:
+    files = body.get("files") or []
+    if not any(isinstance(f, dict) and "/" in str(f.get("name")) and "url" in f
+               for f in files):
         return None
-    return a, min(b, size - 1)
+    return {**body, "files": [{k: v for k, v in f.items() if k != "url"}
+                              if isinstance(f, dict) and "/" in str(f.get("name")) else f
+                              for f in files]}
 
 
-def bytes_reply(body: bytes, size: int, span: tuple[int, int] | None, head: bool) -> Response:
-    """A data-plane reply of ``body`` (the whole file, or the range ``span`` of it)."""
-    headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
-    status = 200
-    if span is not None:
-        status = 206
-        headers.append(("Content-Range", f"bytes {span[0]}-{span[1]}/{size}"))
-    headers.append(("Content-Length", str(len(body))))
-    return Response(status, tuple(headers), b"" if head else body)
+def _unusual_name_not_found(turn: Turn) -> Response | None:
+    info = turn.seen.info(turn.request) if turn.seen else None
+    name = info.get("name") if info else None
+    if info and info["method"] == "GET" and isinstance(name, str) \
+            and (" " in name or not name.isascii()):
+        return Response.error(404, "not_found", "no such file")
+    return None
 
 
-def unsatisfiable(size: int) -> Response:
-    err = Response.error(416, "range_not_satisfiable", f"the file has {size} bytes")
-    return with_headers(err, Content_Range=f"bytes */{size}")
+def _older_epochs_latest_hidden(reply: Response, turn: Turn) -> Response:
+    """A read of latest looks among the versions of the newest epoch only."""
+    epoch = reply.json().get("epoch")
+    with turn.lock:
+        newest = turn.t.newest.get(str(turn.request.arg("artifact")))
+    if newest is None or not isinstance(epoch, int) or epoch >= newest.epoch:
+        return reply
+    return Response.error(404, "not_found", "no version yet")
 
 
-def url_key(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    return parts.path, urlencode(sorted(parse_qsl(parts.query, keep_blank_values=True)))
+def as_xml(code: str) -> Bend:
+    """A data-plane error answered the way an object store answers it: an XML body."""
+    xml = (f"<?xml version=\"1.0\"?><Error><Code>{code}</Code>"
+           "<Message>Request refused</Message></Error>").encode()
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        kept = tuple((k, v) for k, v in reply.headers if k.lower() != "content-type")
+        return replace(reply, headers=(*kept, ("Content-Type", "application/xml")), body=xml)
+
+    return bend
 
 
-def request_key(request: Request) -> tuple[str, str]:
-    return request.path, urlencode(sorted(request.query))
-
-
-def _stamp(value: Any) -> float | None:
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-class Watching(Mutant):
-    """Passes everything through and remembers each signed URL seen in a reply: its file,
-    version, artifact, position, reader place, method and expiry (``self.urls``)."""
-
-    @property
-    def urls(self) -> dict[tuple[str, str], dict[str, Any]]:
-        return self.state.setdefault("urls", {})
-
-    def forward(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        if request.kind == "api" and resp.ok:
-            self.remember(request, resp)
-        return resp
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        return self.forward(request, upstream)
-
-    def remember(self, request: Request, resp: Response) -> None:
-        body, sent = resp.json(), obj(request)
-        if not isinstance(body, dict):
-            return
-        auth = request.header("Authorization")
-        if request.endpoint == "versions/write":
-            self._files(body, "PUT", sent.get("artifact"), sent.get("version"), None, auth,
-                        body.get("expires_at"), sent.get("files") or [])
-            return
-        place = request.arg("place")
-        if request.endpoint == "artifacts/open":
-            body, p = body.get("resume_from") or {}, sent.get("place")
-            place = f"{p.get('cloud')}/{p.get('region')}" if isinstance(p, dict) else None
-        if isinstance(body, dict) and body.get("files"):
-            self._files(body, "GET", body.get("artifact"), body.get("version"), place, auth,
-                        body.get("urls_expire_at"), body["files"])
-
-    def _files(self, body: dict, method: str, artifact: Any, version: Any, place: str | None,
-               auth: str | None, expires: Any, declared: list) -> None:
-        files = body.get("files") or []
-        sizes = {f.get("name"): f for f in declared if isinstance(f, dict)}
-        with self.lock:
-            for i, f in enumerate(files):
-                if not isinstance(f, dict) or not f.get("url"):
-                    continue
-                spec = sizes.get(f.get("name")) or f
-                self.urls[url_key(f["url"])] = {
-                    "artifact": artifact, "version": version, "name": f.get("name"),
-                    "size": spec.get("size"), "sha256": spec.get("sha256"), "index": i,
-                    "count": len(files), "method": method, "place": place, "auth": auth,
-                    "upload": body.get("upload"), "expires": _stamp(expires), "url": f["url"],
-                    "route": body.get("route"),
-                }
-
-    def info(self, request: Request) -> dict[str, Any] | None:
-        with self.lock:
-            return self.urls.get(request_key(request))
-
-    def known(self, **match: Any) -> list[dict[str, Any]]:
-        with self.lock:
-            return [i for i in self.urls.values() if all(i.get(k) == v for k, v in match.items())]
-
-
-def resend(request: Request, url: str) -> Request:
-    """The data-plane request sent to another known URL instead."""
-    parts = urlsplit(url)
-    return replace(request, path=parts.path,
-                   query=tuple(parse_qsl(parts.query, keep_blank_values=True)))
-
-
-# --- READ-1 ------------------------------------------------------------------------------
-
-
-def _latest_read(request: Request) -> bool:
-    return request.endpoint == "versions/read" and request.arg("version", "latest") == "latest"
-
-
-@mutant
-class StaleLatestForUrlReads(Mutant):
-    """A read of latest with ``urls=1`` is cached per artifact and place on first use, so
-    after a newer commit it still names the old version; ``urls=0`` reads are right."""
-
-    name = "read-latest-stale-for-url-reads"
-    clause = "READ-1.a"
-    summary = "latest read with urls=1 keeps answering the version it first answered"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        if not (_latest_read(request) and request.arg("urls") == "1" and resp.ok):
-            return resp
-        key = (request.arg("artifact"), request.arg("place"))
-        with self.lock:
-            return self.state.setdefault(key, resp)
-
-
-@mutant
-class OmittedVersionIsSecondHighest(Mutant):
-    """A read without a ``version`` parameter, on an artifact with 3 or more versions,
-    answers the second-highest step (explicit ``version=latest`` is right)."""
-
-    name = "read-omitted-version-second-highest-when-3-versions"
-    clause = "READ-1.a"
-    summary = "read with no version parameter gives the second-highest step once 3 exist"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        if request.endpoint != "versions/read" or request.arg("version") is not None:
-            return resp
-        versions = committed(upstream, request, request.arg("artifact") or "")
-        if not resp.ok or len(versions) < 3:
-            return resp
-        return upstream.send(request.with_query(version=versions[-2]["version"]))
-
-
-@mutant
-class UnknownGapStepGivesFloor(Mutant):
-    """A read of an unknown step that lies between two committed steps answers the highest
-    committed step below it (a ``step <= ?`` lookup)."""
-
-    name = "read-unknown-gap-step-gives-floor-version"
-    clause = "READ-1.b"
-    summary = "unknown step between committed ones reads the committed step below it"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        wanted = request.arg("version") or ""
-        if request.endpoint != "versions/read" or resp.status != 404 or not wanted[5:].isdigit():
-            return resp
-        steps = [v["version"] for v in committed(upstream, request, request.arg("artifact") or "")]
-        below = [s for s in steps if s < wanted]
-        if below and steps[-1] > wanted:
-            return upstream.send(request.with_query(version=below[-1]))
-        return resp
-
-
-@mutant
-class UnknownVersionWithUrlsForbidden(Mutant):
-    """A read of an unknown version with ``urls=1`` gets 403 (signing fails first)."""
-
-    name = "read-unknown-version-with-urls-gives-403"
-    clause = "READ-1.b"
-    summary = "unknown version read with urls=1 answers 403 forbidden instead of 404"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        if request.endpoint == "versions/read" and request.arg("urls") == "1" \
-                and resp.status == 404 and request.arg("version", "latest") != "latest":
-            return Response.error(403, "forbidden", "no URL can be signed for this version")
-        return resp
-
-
-@mutant
-class UsageOfUnknownArtifactZeros(Mutant):
-    """``usage/read`` of an artifact nobody made answers a report of zeros (the same
-    request without ``artifact``, emptied) instead of 404."""
-
-    name = "read-usage-of-unknown-artifact-gives-zeros"
-    clause = "READ-1.b"
-    summary = "usage/read of a missing artifact answers 200 with zero bytes instead of 404"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        if request.endpoint != "usage/read" or resp.status != 404 \
-                or request.arg("artifact") is None:
-            return resp
-        return emptied(upstream.send(request.with_query(artifact=None))) or resp
-
-
-@mutant
-class ForkFallsBackToSource(Mutant):
-    """A read of a version a fork does not have answers the fork source's version of that
-    name (the fork shares the source's version table)."""
-
-    name = "read-unknown-version-of-fork-read-from-source"
-    clause = "READ-1.b"
-    summary = "unknown version of a forked artifact is read from its fork source"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        body = obj(request)
-        resume = body.get("resume") if isinstance(body, dict) else None
-        if request.endpoint == "artifacts/open" and resp.ok and isinstance(resume, str) \
-                and resume.startswith("o41://"):
-            with self.lock:
-                self.state[body.get("artifact")] = resume[6:].rsplit("/", 1)[0]
-        if request.endpoint == "versions/read" and resp.status == 404:
-            with self.lock:
-                source = self.state.get(request.arg("artifact"))
-            if source and request.arg("version", "latest") != "latest":
-                moved = upstream.send(request.with_query(artifact=source))
-                return moved if moved.ok else resp
-        return resp
-
-
-# --- READ-2 ------------------------------------------------------------------------------
-
-
-@mutant
-class SecondFileNeedsKey(Watching):
-    """A plain GET of any file but the first of a version needs the API key (401)."""
-
-    name = "read-url-second-file-needs-api-key"
-    clause = "READ-2.a"
-    summary = "signed URL of a version's second file is refused without Authorization"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        info = self.info(request) if request.kind == "data" else None
-        if info and info["method"] == "GET" and info["index"] >= 1 \
-                and not request.header("Authorization"):
-            return Response.error(401, "unauthenticated", "an API key is required")
-        return self.forward(request, upstream)
-
-
-@mutant
-class BigFileLosesLastByte(Mutant):
-    """A plain (unranged) GET of a file over 1 MiB sends one byte fewer (ranged GETs and
-    smaller files are right)."""
-
-    name = "read-url-plain-get-of-big-file-drops-last-byte"
-    clause = "READ-2.a"
-    summary = "an unranged GET of a file over 1 MiB is one byte short"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        if request.kind == "data" and request.method == "GET" and resp.status == 200 \
-                and not request.header("Range") and len(resp.body) > MIB:
-            return with_headers(resp.with_body(resp.body[:-1]), Content_Length=None)
-        return resp
-
-
-@mutant
-class NestedFilesWithoutUrl(Mutant):
-    """With ``urls=1``, files whose name has a folder get no URL."""
-
-    name = "read-urls-missing-for-nested-file-names"
-    clause = "READ-2.a"
-    summary = "urls=1 leaves out the URL of files whose name contains a slash"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        body = resp.json()
-        if request.endpoint != "versions/read" or not resp.ok or not isinstance(body, dict):
-            return resp
-        for f in body.get("files") or []:
-            if "/" in str(f.get("name")):
-                f.pop("url", None)
-        return resp.with_json(body)
+rows(
+    # --- READ-1.a
+    Row("read-latest-stale-for-url-reads", "READ-1.a",
+        "latest read with urls=1 keeps answering the version it first answered",
+        On(READ, when=lambda r: _latest(r) and r.arg("urls") == "1"),
+        answer=_first_answer_kept),
+    Row("read-omitted-version-second-highest-when-3-versions", "READ-1.a",
+        "read with no version parameter gives the second-highest step once 3 exist",
+        On(READ, when=lambda r: r.arg("version") is None), answer=_second_highest),
+    Row("read-latest-after-a-relaunch-404-until-the-new-box-commits", "READ-1.a",
+        "versions/read of latest answers 404 while the latest is of an older epoch",
+        On(READ, when=_latest), answer=_older_epochs_latest_hidden, tracked=True),
+    # --- READ-1.b
+    Row("read-unknown-gap-step-gives-floor-version", "READ-1.b",
+        "unknown step between committed ones reads the committed step below it",
+        On(READ, replies=404, when=lambda r: (r.arg("version") or "")[5:].isdigit()),
+        answer=_floor_version),
+    Row("read-unknown-version-with-urls-gives-403", "READ-1.b",
+        "unknown version read with urls=1 answers 403 forbidden instead of 404",
+        On(READ, replies=404, when=lambda r: r.arg("urls") == "1" and not _latest(r)),
+        answer=error(403, "forbidden", "no URL can be signed for this version")),
+    Row("read-usage-of-unknown-artifact-gives-zeros", "READ-1.b",
+        "usage/read of a missing artifact answers 200 with zero bytes instead of 404",
+        On(("usage/read",), replies=404, when=lambda r: r.arg("artifact") is not None),
+        answer=_usage_of_all_emptied),
+    Row("read-unknown-version-of-fork-read-from-source", "READ-1.b",
+        "unknown version of a forked artifact is read from its fork source",
+        On(("artifacts/open", *READ), replies="any"), answer=_read_from_fork_source),
+    Row("read-list-of-an-unknown-artifact-gives-an-empty-list", "READ-1.b",
+        "versions/list of a missing artifact answers 200 {versions: []} instead of 404",
+        On(("versions/list",), replies=404),
+        answer=lambda reply, turn: Response(200, (("Content-Type", "application/json"),))
+        .with_json({"versions": []})),
+    # --- READ-2.a
+    Row("read-url-second-file-needs-api-key", "READ-2.a",
+        "signed URL of a version's second file is refused without Authorization",
+        On(kind="data", replies="any"), serve=_second_file_needs_key, watched=True),
+    Row("read-url-plain-get-of-big-file-drops-last-byte", "READ-2.a",
+        "an unranged GET of a file over 1 MiB is one byte short",
+        On(kind="data", replies=200,
+           when=lambda r: r.method == "GET" and not r.header("Range")),
+        answer=_last_byte_dropped),
+    Row("read-urls-missing-for-nested-file-names", "READ-2.a",
+        "urls=1 leaves out the URL of files whose name contains a slash",
+        On(READ), answer=changed(_nested_without_url)),
+    # The name is decoded twice on the way to the store.
+    Row("read-url-of-a-file-name-with-a-space-or-non-ascii-404", "READ-2.a",
+        "a plain GET of the URL of 'my file.bin' or 'données.bin' answers 404",
+        On(kind="data", replies="any"), serve=_unusual_name_not_found, watched=True),
+    # --- API-1.a on the data plane
+    Row("api-signed-url-403-answered-in-xml", "API-1.a",
+        "a refused signed URL answers 403 with an S3-style XML body, not JSON",
+        On(kind="data", replies=403), answer=as_xml("AccessDenied")),
+    Row("api-put-413-answered-in-xml", "API-1.a",
+        "a PUT over its declared size answers 413 with an S3-style XML body, not JSON",
+        On(kind="data", replies=413), answer=as_xml("EntityTooLarge")),
+)

@@ -1,178 +1,204 @@
-"""Mutants of USAGE-1.a-c: bytes per route, bytes served, prices.
-
-Each rewrites ``usage/read`` replies and keeps them self-consistent where the clause it
-breaks allows (see :mod:`conformance.mutants.usage_replies`); rows and placements are in
-:mod:`conformance.mutants.m_usage_rows`.
+"""Mutants of USAGE-1.a-b: bytes per route, and the bytes the data plane served; one row
+each (rows.py). Each bends ``usage/read`` reports and keeps them self-consistent where
+the clause it breaks allows (usage_replies.py); prices are in m_usage_prices.py, transfer
+rows and placements in m_usage_rows.py.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Hashable
+from typing import Any
 
-from conformance.mutants.base import mutant
-from conformance.mutants.m_read import parse_range
-from conformance.mutants.usage_replies import (  # noqa: F401  (importable from here as before)
-    Row,
-    ServedBytes,
-    UsageMutant,
-    leaves,
-    rate,
+from conformance.mutants.base import Response
+from conformance.mutants.reads import parse_range, request_key, url_key
+from conformance.mutants.rows import Bend, On, Row, Turn, noted, recalled, rows
+from conformance.mutants.tracking import body_of
+from conformance.mutants.usage_replies import (
+    ANY,
+    USAGE,
+    UsageMutant,  # noqa: F401  (importable from here)
+    metered,
     retotal,
+    usage,
 )
+from conformance.mutants.usage_replies import Row as UsageRow
 
-# --- USAGE-1.a ---------------------------------------------------------------------------
-
-
-@mutant
-class WriteBytesMissLatest(UsageMutant):
-    """Once an artifact has write rows of 2 or more versions, the routes' ``write_bytes``
-    leave out the newest version (rows and costs are right)."""
-
-    name = "usage-write-bytes-miss-newest-version-when-2-versions"
-    clause = "USAGE-1.a"
-    summary = "route write_bytes omit the newest version once two versions were written"
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        writes: dict[str, list[Row]] = defaultdict(list)
-        for row in body["transfers"]:
-            if row.get("direction") == "write":
-                writes[row.get("artifact")].append(row)
-        touched = False
-        for rows in writes.values():
-            if len({r.get("version") for r in rows}) < 2:
-                continue
-            newest = max(r.get("version") for r in rows)
-            for r in rows:
-                if r.get("version") == newest:
-                    body["routes"][r["route"]]["write_bytes"] -= r["bytes"]
-                    touched = True
-        return body if touched else None
+Json = dict[str, Any]
+Info = dict[str, Any]
 
 
-@mutant
-class GcpInterRegionWritesLocal(UsageMutant):
-    """Writes of gcp boxes to gcp's default location from another region are counted (and
-    priced) as ``local``."""
+def _write_bytes_miss_newest(body: Json, turn: Turn) -> Json | None:
+    writes: dict[str, list[UsageRow]] = defaultdict(list)
+    for row in body["transfers"]:
+        if row.get("direction") == "write":
+            writes[row.get("artifact")].append(row)
+    touched = False
+    for of in writes.values():
+        if len({r.get("version") for r in of}) < 2:
+            continue
+        newest = max(r.get("version") for r in of)
+        for r in of:
+            if r.get("version") == newest:
+                body["routes"][r["route"]]["write_bytes"] -= r["bytes"]
+                touched = True
+    return body if touched else None
 
-    name = "usage-gcp-inter-region-writes-counted-local"
-    clause = "USAGE-1.a"
-    summary = "bytes a gcp box writes to another gcp region are counted as local"
 
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        hits = [r for r in body["transfers"] if r.get("direction") == "write"
-                and r.get("route") == "inter_region"
-                and (r.get("location") or {}).get("cloud") == "gcp"]
+def rerouted(test: Callable[[UsageRow], bool], route: str) -> Bend:
+    """A report whose rows ``test`` picks are on ``route`` at no cost."""
+
+    def change(body: Json, turn: Turn) -> Json | None:
+        hits = [r for r in body["transfers"] if test(r)]
         for r in hits:
-            r["route"], r["cost_usd"] = "local", 0.0
+            r["route"], r["cost_usd"] = route, 0.0
         return retotal(body) if hits else None
 
+    return usage(change)
 
 
-# --- USAGE-1.b ---------------------------------------------------------------------------
+def _got(turn: Turn, reply: Response) -> bool:
+    return turn.request.method == "GET" and reply.status in (200, 206)
 
 
-@mutant
-class RangedReadOneShort(ServedBytes):
-    """Each ranged GET is metered as ``b - a`` bytes, one fewer than it sent."""
-
-    name = "usage-ranged-read-metered-one-byte-short"
-    clause = "USAGE-1.b"
-    summary = "every ranged GET counts one byte less than it served"
-
-    def delta(self, request, resp, info):  # noqa: ANN001, ANN201
-        return -1 if resp.status == 206 and request.method == "GET" else 0
+def _overlong_as_asked(turn: Turn, reply: Response, info: Info) -> int:
+    raw = (turn.request.header("Range") or "").removeprefix("bytes=").partition("-")
+    if reply.status != 206 or not (raw[0].isdigit() and raw[2].isdigit()):
+        return 0
+    return max(0, int(raw[2]) - int(raw[0]) + 1 - len(reply.body))
 
 
-@mutant
-class OverlongRangeMeteredAsAsked(ServedBytes):
-    """A range running past the end is metered as asked, not as sent."""
-
-    name = "usage-overlong-range-metered-as-requested"
-    clause = "USAGE-1.b"
-    summary = "bytes=a-b past the end counts b-a+1 bytes though fewer were sent"
-
-    def delta(self, request, resp, info):  # noqa: ANN001, ANN201
-        raw = (request.header("Range") or "").removeprefix("bytes=").partition("-")
-        if resp.status != 206 or not (raw[0].isdigit() and raw[2].isdigit()):
-            return 0
-        return max(0, int(raw[2]) - int(raw[0]) + 1 - len(resp.body))
+def _head_as_read(turn: Turn, reply: Response, info: Info) -> int:
+    if turn.request.method != "HEAD" or reply.status not in (200, 206):
+        return 0
+    span = parse_range(turn.request.header("Range"), info["size"])
+    return span[1] - span[0] + 1 if isinstance(span, tuple) else info["size"]
 
 
-@mutant
-class HeadMeteredAsRead(ServedBytes):
-    """A HEAD is metered as if the whole file had been sent."""
-
-    name = "usage-head-metered-as-full-read"
-    clause = "USAGE-1.b"
-    summary = "a HEAD of a signed URL counts the file's size as read bytes"
-
-    def delta(self, request, resp, info):  # noqa: ANN001, ANN201
-        if request.method != "HEAD" or resp.status not in (200, 206):
-            return 0
-        span = parse_range(request.header("Range"), info["size"])
-        return span[1] - span[0] + 1 if isinstance(span, tuple) else info["size"]
+def _ends_on_last_byte(turn: Turn, reply: Response, info: Info) -> int:
+    span = parse_range(turn.request.header("Range"), int(info["size"]))
+    return -1 if reply.status == 206 and isinstance(span, tuple) \
+        and span[1] == info["size"] - 1 else 0
 
 
-# --- USAGE-1.c ---------------------------------------------------------------------------
+URLTest = Callable[[Turn, Info], bool]
 
 
-class Repriced(UsageMutant):
-    """Rows that ``wrong`` prices at another rate; routes and total follow the rows."""
-
-    def wrong(self, prices: dict, row: Row) -> float | None:
-        return None
-
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        touched = False
-        for row in body["transfers"]:
-            per_gb = self.wrong(body.get("prices") or {}, row)
-            if per_gb is not None:
-                row["cost_usd"], touched = row["bytes"] * per_gb / 1e9, True
-        return retotal(body) if touched else None
+def unmetered(test: URLTest) -> Bend:
+    """Reports without the bytes served through the URLs ``test`` (the turn, the URL's
+    facts) picks."""
+    return metered(lambda turn, reply, info: -len(reply.body)
+                   if _got(turn, reply) and test(turn, info) else 0)
 
 
-@mutant
-class AzureAtAwsRate(Repriced):
-    """Cross-cloud bytes leaving azure are priced 0.09 (the aws and 'other' rate), not 0.087."""
-
-    name = "usage-azure-egress-priced-at-0.09"
-    clause = "USAGE-1.c"
-    summary = "cross-cloud bytes leaving azure cost 0.09/GB instead of 0.087"
-
-    def wrong(self, prices, row):  # noqa: ANN001, ANN201
-        if row.get("route") == "cross_cloud" and leaves(row) == "azure":
-            return 0.09
-        return None
+def _resume_urls(reply: Response, turn: Turn) -> set[Hashable]:
+    """The keys of the URLs of an open's ``resume_from``."""
+    body = reply.json() if reply.ok and turn.request.endpoint == "artifacts/open" else None
+    resume = body.get("resume_from") if isinstance(body, dict) else None
+    files = resume.get("files") if isinstance(resume, dict) else None
+    return {url_key(f["url"]) for f in files or [] if isinstance(f, dict) and f.get("url")}
 
 
-@mutant
-class GcpReadsByReaderCloud(Repriced):
-    """Cross-cloud reads of gcp versions are priced by the reader's cloud, not gcp's."""
-
-    name = "usage-gcp-egress-priced-by-reader-cloud"
-    clause = "USAGE-1.c"
-    summary = "a cross-cloud read of a gcp version is priced at the reader cloud's rate"
-
-    def wrong(self, prices, row):  # noqa: ANN001, ANN201
-        if row.get("direction") != "read" or row.get("route") != "cross_cloud" \
-                or (row.get("location") or {}).get("cloud") != "gcp":
-            return None
-        table = prices.get("cross_cloud") or {}
-        reader = str((row.get("place") or {}).get("cloud", "other"))
-        return float(table.get(reader, table.get("other", 0.0)))
+def _deleted(reply: Response, turn: Turn) -> set[Hashable]:
+    body = reply.json() if reply.ok and turn.request.endpoint == "versions/delete" else None
+    return {(body.get("artifact"), body.get("version"))} if isinstance(body, dict) else set()
 
 
-@mutant
-class TotalWithoutInterRegion(UsageMutant):
-    """``total_cost_usd`` leaves out the inter-region route when other routes cost too."""
+def _opener(reply: Response, turn: Turn) -> set[Hashable]:
+    opened = reply.ok and turn.request.endpoint == "artifacts/open"
+    return {turn.request.header("Authorization")} if opened else set()
 
-    name = "usage-total-omits-inter-region-when-cross-cloud-costs"
-    clause = "USAGE-1.c"
-    summary = "total_cost_usd skips inter_region cost when cross_cloud cost is also non-zero"
 
-    def change(self, request, upstream, body):  # noqa: ANN001, ANN201
-        routes = body.get("routes") or {}
-        inter = float((routes.get("inter_region") or {}).get("cost_usd") or 0)
-        if inter and float((routes.get("cross_cloud") or {}).get("cost_usd") or 0):
-            return {**body, "total_cost_usd": body["total_cost_usd"] - inter}
-        return None
+def _not_an_openers(turn: Turn, info: Info) -> bool:
+    with turn.lock:
+        openers = set(turn.memory.get("openers", set()))
+    return bool(openers) and info.get("auth") not in openers
+
+
+def _streamed_bytes_left_out(reply: Response, turn: Turn) -> Response:
+    """Usage counts a version's declared sizes: commits note their streamed files' bytes,
+    which reports leave out of the write rows."""
+    data = reply.json() if reply.ok else None
+    if turn.request.endpoint == "versions/commit" and isinstance(data, dict):
+        with turn.lock:
+            up = turn.t.uploads.get(str(body_of(turn.request).get("upload")))
+            if up is not None:
+                streamed = {str(f.get("name")) for f in up.write.get("files") or []
+                            if isinstance(f, dict) and "size" not in f}
+                turn.memory.setdefault("streamed", {})[(up.artifact, data.get("version"))] = \
+                    sum(len(d) for n, d in up.puts.items() if n in streamed)
+        return reply
+    return usage(_without_streamed)(reply, turn)
+
+
+def _without_streamed(body: Json, turn: Turn) -> Json | None:
+    with turn.lock:
+        lost = dict(turn.memory.get("streamed", {}))
+    hits = [r for r in body["transfers"] if r.get("direction") == "write"
+            and lost.get((r.get("artifact"), r.get("version")))]
+    for r in hits:
+        n = lost[(r.get("artifact"), r.get("version"))]
+        if r["bytes"]:
+            r["cost_usd"] = r["cost_usd"] * (r["bytes"] - n) / r["bytes"]
+        r["bytes"] -= n
+    return retotal(body) if hits else None
+
+
+rows(
+    # --- USAGE-1.a
+    Row("usage-write-bytes-miss-newest-version-when-2-versions", "USAGE-1.a",
+        "route write_bytes omit the newest version once two versions were written",
+        USAGE, answer=usage(_write_bytes_miss_newest)),
+    Row("usage-gcp-inter-region-writes-counted-local", "USAGE-1.a",
+        "bytes a gcp box writes to another gcp region are counted as local",
+        USAGE, answer=rerouted(lambda r: r.get("direction") == "write"
+                               and r.get("route") == "inter_region"
+                               and (r.get("location") or {}).get("cloud") == "gcp", "local")),
+    Row("usage-streamed-files-bytes-not-counted", "USAGE-1.a",
+        "usage's write rows leave out the bytes of streamed files",
+        On(replies="any"), answer=_streamed_bytes_left_out, tracked=True),
+    # --- USAGE-1.b
+    Row("usage-reads-without-a-place-counted-local", "USAGE-1.b",
+        "bytes read by a reader without a place are counted (and priced) as local",
+        USAGE, answer=rerouted(lambda r: r.get("direction") == "read"
+                               and r.get("place") is None and r.get("route") != "local",
+                               "local")),
+    Row("usage-ranged-read-metered-one-byte-short", "USAGE-1.b",
+        "every ranged GET counts one byte less than it served",
+        ANY, answer=metered(lambda turn, reply, info: -1 if reply.status == 206
+                            and turn.request.method == "GET" else 0), watched=True),
+    Row("usage-overlong-range-metered-as-requested", "USAGE-1.b",
+        "bytes=a-b past the end counts b-a+1 bytes though fewer were sent",
+        ANY, answer=metered(_overlong_as_asked), watched=True),
+    Row("usage-head-metered-as-full-read", "USAGE-1.b",
+        "a HEAD of a signed URL counts the file's size as read bytes",
+        ANY, answer=metered(_head_as_read), watched=True),
+    Row("usage-416-metered-as-its-error-body", "USAGE-1.b",
+        "a 416 reply counts the bytes of its error body as read",
+        ANY, answer=metered(lambda turn, reply, info: len(reply.body)
+                            if reply.status == 416 else 0), watched=True),
+    Row("usage-range-ending-at-last-byte-metered-one-short", "USAGE-1.b",
+        "a ranged GET ending on the last byte of the file counts one byte less",
+        ANY, answer=metered(_ends_on_last_byte), watched=True),
+    # Metering hangs on versions/read: an open's resume_from URLs are not counted.
+    Row("usage-reads-through-resume-from-urls-not-counted", "USAGE-1.b",
+        "downloads of an open's resume_from URLs are missing from usage",
+        ANY, answer=noted("resumed", _resume_urls, unmetered(
+            lambda turn, info: recalled("resumed", request_key(turn.request), turn))),
+        watched=True),
+    # The meter looks the version up and finds nothing (VER-7.c lets the URLs serve).
+    Row("usage-reads-of-a-deleted-versions-urls-not-counted", "USAGE-1.b",
+        "downloads through URLs of a version deleted since are missing from usage",
+        ANY, answer=noted("deleted", _deleted, unmetered(
+            lambda turn, info: recalled("deleted", (info["artifact"], info["version"]), turn))),
+        watched=True),
+    # The meter books reads on the opener's account: a read-only key's are lost.
+    Row("usage-reads-by-a-read-only-key-not-counted", "USAGE-1.b",
+        "downloads through URLs a read-only key was given are missing from usage",
+        ANY, answer=noted("openers", _opener, unmetered(_not_an_openers)), watched=True),
+    # --- API-1.f: usage/read?artifact= (present but empty)
+    Row("api-usage-with-empty-artifact-reports-everything", "API-1.f",
+        "usage/read?artifact= (empty) answers all usage instead of 400",
+        On(("usage/read",), replies="any", when=lambda r: r.arg("artifact") == ""),
+        ask=lambda r: r.with_query(artifact=None)),
+)

@@ -9,23 +9,25 @@ or the reply rewritten (``answer``). One interpreter, :class:`RowMutant`, plays 
 
 A row marked ``tracked`` is played by :class:`TrackedRowMutant`, which keeps the facts
 of tracking.py (who opened what with which key, uploads, refused keys) for its bends to
-read; a mutant whose memory is its own (made-up holders, URLs seen) stays a
-:class:`~conformance.mutants.base.Mutant` subclass.
+read; one marked ``watched`` by :class:`WatchedRowMutant`, which keeps the signed URLs
+handed out (reads.py). A row may play an exchange itself before it is sent (``serve``),
+and its bends may keep a memory of their own in ``Turn.memory`` (the mutant's state).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from conformance.mutants.base import Mutant, Request, Response, Upstream, error_code, mutant
+from conformance.mutants.reads import Watching, with_headers
 from conformance.mutants.tracking import Facts, Tracked, UploadInfo, body_of
 
 __all__ = ["On", "Row", "RowMutant", "TrackedRowMutant", "Turn", "body", "dropped", "error",
            "headers", "internal_error", "refused_when", "row_mutant", "rows", "sent_upload",
-           "set_fields", "versions"]
+           "set_fields", "versions", "WatchedRowMutant", "changed", "noted", "recalled"]
 
 Json = dict[str, Any]
 
@@ -41,6 +43,10 @@ class Turn:
     facts: Facts | None = None
     #: The tracked row's bookkeeping, for an exchange the bend makes itself (held lock).
     observe: Callable[[Request, Response], None] | None = None
+    #: The mutant's own memory (its ``state``), read and written under ``lock``.
+    memory: dict[str, Any] = field(default_factory=dict)
+    #: A watched row's signed URLs handed out so far (``seen.info(request)``, ``known``).
+    seen: Watching | None = None
 
     @property
     def t(self) -> Facts:
@@ -93,6 +99,9 @@ class Row:
     instead: Response | None = None
     answer: Bend | None = None
     tracked: bool = False
+    #: Plays the exchange itself before it is sent: the reply, or None to send it.
+    serve: Callable[[Turn], Response | None] | None = None
+    watched: bool = False
 
 
 class RowMutant(Mutant):
@@ -103,11 +112,20 @@ class RowMutant(Mutant):
     def handle(self, request: Request, upstream: Upstream) -> Response:
         row = self.row
         if not row.on.asks(request):
-            return upstream.send(request)
+            return self.send(request, upstream)
         if row.instead is not None:
             return row.instead
+        served = row.serve(self.turn(request, upstream)) if row.serve else None
+        if served is not None:
+            return served
         request = row.ask(request) if row.ask else request
-        return self.bent(request, upstream.send(request), Turn(request, upstream, self.lock))
+        return self.bent(request, self.send(request, upstream), self.turn(request, upstream))
+
+    def send(self, request: Request, upstream: Upstream) -> Response:
+        return upstream.send(request)
+
+    def turn(self, request: Request, upstream: Upstream) -> Turn:
+        return Turn(request, upstream, self.lock, memory=self.state)
 
     def bent(self, request: Request, reply: Response, turn: Turn) -> Response:
         row = self.row
@@ -124,17 +142,35 @@ class TrackedRowMutant(Tracked, RowMutant):
         row = self.row
         if not row.on.asks(request):
             return None
-        return row.instead if row.instead is not None else row.ask(request) if row.ask else None
+        if row.instead is not None:
+            return row.instead
+        served = row.serve(self.turn(request, upstream)) if row.serve else None
+        if served is not None:
+            return served
+        return row.ask(request) if row.ask else None
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        return self.bent(request, response,
-                         Turn(request, upstream, self.lock, self.t, self.observe))
+        return self.bent(request, response, self.turn(request, upstream))
+
+    def turn(self, request: Request, upstream: Upstream) -> Turn:
+        return Turn(request, upstream, self.lock, self.t, self.observe, self.state)
+
+
+class WatchedRowMutant(RowMutant, Watching):
+    """The interpreter of a watched row: every reply's signed URLs are remembered
+    (reads.py) whether the row matches the exchange or not, and the bends read them."""
+
+    def send(self, request: Request, upstream: Upstream) -> Response:
+        return self.forward(request, upstream)
+
+    def turn(self, request: Request, upstream: Upstream) -> Turn:
+        return Turn(request, upstream, self.lock, memory=self.state, seen=self)
 
 
 def row_mutant(row: Row) -> type[RowMutant]:
     """The mutant class that plays ``row`` (a class per row, so that each proxy run gets
     its own instance, state and lock, as with any mutant); not registered."""
-    base = TrackedRowMutant if row.tracked else RowMutant
+    base = TrackedRowMutant if row.tracked else WatchedRowMutant if row.watched else RowMutant
     return type(f"Row_{row.name}", (base,), {
         "row": row, "name": row.name, "clause": row.clause, "summary": row.summary,
         "__doc__": row.summary, "__module__": __name__})
@@ -188,8 +224,6 @@ def versions(change: Callable[[Json], Json]) -> Bend:
 
 def headers(**changes: str | None) -> Bend:
     """The reply with headers replaced (``Content_Type`` is ``Content-Type``; None drops)."""
-    from conformance.mutants.m_read import with_headers
-
     return lambda reply, turn: with_headers(reply, **changes)
 
 
@@ -214,3 +248,36 @@ def sent_upload(turn: Turn) -> UploadInfo | None:
 def internal_error() -> Response:
     """A crash as a careless server answers it."""
     return Response.error(500, "internal", "Internal server error.")
+
+
+def changed(change: Callable[[Json, Turn], Json | None]) -> Bend:
+    """The reply with its JSON object changed by ``change``, which also sees the turn (the
+    request, the upstream for a look-up); None: left as it was."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        new = change(reply.json(), turn)
+        return reply if new is None else reply.with_json(new)
+
+    return bend
+
+
+def noted(key: str, what: Callable[[Response, Turn], Iterable[Hashable]],
+          then: Bend | None = None) -> Bend:
+    """Adds ``what`` of each exchange it bends (of the reply and the turn; empty: nothing)
+    to the set ``key`` of the row's memory, then bends it with ``then`` (if any)."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        items = set(what(reply, turn))
+        if items:
+            with turn.lock:
+                turn.memory.setdefault(key, set()).update(items)
+        return then(reply, turn) if then else reply
+
+    return bend
+
+
+def recalled(key: str, item: Hashable, turn: Turn) -> bool:
+    """``item`` was :func:`noted` under ``key`` in the row's memory."""
+    with turn.lock:
+        return item in turn.memory.get(key, set())
+

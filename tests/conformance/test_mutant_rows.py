@@ -7,7 +7,18 @@ import json
 
 from conformance.mutants import MUTANTS
 from conformance.mutants.base import Mutant, Request, Response
-from conformance.mutants.rows import On, Row, Turn, error, internal_error, row_mutant, set_fields
+from conformance.mutants.rows import (
+    On,
+    Row,
+    Turn,
+    error,
+    internal_error,
+    noted,
+    recalled,
+    row_mutant,
+    set_fields,
+)
+from conformance.mutants.tracking import body_of
 
 API = "/api/v1/"
 
@@ -98,3 +109,64 @@ def test_a_tracked_rows_bend_reads_the_opens_seen_before() -> None:
     upstream.reply = ok({**opened, "epoch": 2, "token": "tk_2"})
     second = mutant.handle(request, upstream)
     assert (first.json()["seen"], second.json()["seen"]) == ([1], [1, 2])
+
+
+def test_a_row_that_serves_a_request_answers_it_without_the_upstream() -> None:
+    refusal = Response.error(403, "forbidden", "no deletes")
+    row = Row("deletes-refused", "AUTH-3.c", "every delete is refused",
+              On(("versions/delete",), replies="any"),
+              serve=lambda turn: refusal if turn.request.method == "POST" else None)
+    upstream = Recorder(ok({}))
+    assert play(row, post("versions/delete"), upstream) is refusal
+    assert upstream.sent == []
+    get = Request("GET", API + "versions/delete")
+    assert play(row, get, upstream).status == 200
+    assert upstream.sent == [get]
+
+
+def test_a_rows_memory_lasts_across_exchanges_of_one_run_only() -> None:
+    def counted(reply: Response, turn: Turn) -> Response:
+        with turn.lock:
+            turn.memory["n"] = turn.memory.get("n", 0) + 1
+            return reply.with_json({"n": turn.memory["n"]})
+
+    row = Row("count-opens", "FENCE-1.a", "an open answers how many came before",
+              On(("artifacts/open",)), answer=counted)
+    first, second = row_mutant(row)(), row_mutant(row)()
+    upstream = Recorder(ok({}))
+    assert [first.handle(post("artifacts/open"), upstream).json()["n"] for _ in range(2)] \
+        == [1, 2]
+    assert second.handle(post("artifacts/open"), upstream).json() == {"n": 1}
+
+
+def test_a_watched_rows_bend_knows_what_a_data_url_points_at() -> None:
+    def named(reply: Response, turn: Turn) -> Response:
+        info = turn.seen.info(turn.request) if turn.seen else None
+        return reply if info is None else reply.with_body(str(info["name"]).encode())
+
+    mutant = row_mutant(Row("file-names-served", "READ-2.a", "a URL serves its file's name",
+                            On(kind="data", replies="any"), answer=named, watched=True))()
+    read = ok({"artifact": "p/a", "version": "step-00000001",
+               "files": [{"name": "model.pt", "size": 3, "url": "http://h/d/x?sig=1"}]})
+    mutant.handle(Request("GET", API + "versions/read", (("urls", "1"),)), Recorder(read))
+    data = Response(200, (), b"abc")
+    served = mutant.handle(Request("GET", "/d/x", (("sig", "1"),)), Recorder(data))
+    assert served.body == b"model.pt"
+    assert mutant.handle(Request("GET", "/d/y", (("sig", "1"),)), Recorder(data)) is data
+
+
+def test_a_noted_item_is_recalled_by_later_exchanges_of_the_row() -> None:
+    def refused_if_seen(turn: Turn) -> Response | None:
+        seen = recalled("artifacts", body_of(turn.request).get("artifact"), turn)
+        return Response.error(409, "has_checkpoints", "seen before") if seen else None
+
+    row = Row("second-open-refused", "OPEN-1.a", "an artifact opened once is refused after",
+              On(("artifacts/open",), replies="any"), serve=refused_if_seen,
+              answer=noted("artifacts", lambda reply, turn: {body_of(turn.request).get(
+                  "artifact")} if reply.ok else ()))
+    mutant, upstream = row_mutant(row)(), Recorder(ok({}))
+    opened = post("artifacts/open", {"artifact": "p/a"})
+    assert mutant.handle(opened, upstream).status == 200
+    assert mutant.handle(post("artifacts/open", {"artifact": "p/b"}), upstream).status == 200
+    assert mutant.handle(opened, upstream).status == 409
+    assert len(upstream.sent) == 2

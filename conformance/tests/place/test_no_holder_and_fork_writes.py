@@ -1,7 +1,7 @@
 """Placement, routes and usage that are right in the common case and easy to get wrong in a
 rarer one: a box that gives no holder id, a fork's own writes. Each test here killed a
 subtle mutant
-(``conformance/mutants/m_usage_ranges_and_azure.py`` and others) the rest of the suite missed."""
+(``conformance/mutants/m_place.py`` and others) the rest of the suite missed."""
 
 from __future__ import annotations
 
