@@ -11,7 +11,7 @@ import hashlib
 from typing import Any
 
 from conformance.mutants.base import Request, Response, Upstream, error_code, mutant, ok_or
-from conformance.mutants.m_step_names_and_deletes import step_of
+from conformance.mutants.m_retention import step_of
 from conformance.mutants.m_streamed import StreamBook
 from conformance.mutants.tracking import Tracked, body_of, key_of, versions_of
 

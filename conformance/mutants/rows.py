@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from conformance.mutants.base import Mutant, Request, Response, Upstream, error_code, mutant
 from conformance.mutants.tracking import Facts, Tracked, UploadInfo, body_of
 
 __all__ = ["On", "Row", "RowMutant", "TrackedRowMutant", "Turn", "body", "dropped", "error",
-           "headers", "internal_error", "refused_when", "row_mutant", "rows", "sent_upload",
-           "set_fields", "versions"]
+           "headers", "internal_error", "refused_when", "retried", "row_mutant", "rows",
+           "sent_upload", "set_fields", "versions"]
 
 Json = dict[str, Any]
 
@@ -41,6 +41,9 @@ class Turn:
     facts: Facts | None = None
     #: The tracked row's bookkeeping, for an exchange the bend makes itself (held lock).
     observe: Callable[[Request, Response], None] | None = None
+    #: The mutant's own memory (its ``state``, read and written under ``lock``), for a
+    #: bend that remembers what it saw beyond the facts of tracking.py.
+    memory: dict[str, Any] = field(default_factory=dict)
 
     @property
     def t(self) -> Facts:
@@ -93,6 +96,9 @@ class Row:
     instead: Response | None = None
     answer: Bend | None = None
     tracked: bool = False
+    #: A tracked row's look before the request is sent (the turn has no reply yet): a
+    #: Request to send instead, a Response to answer without sending, or None.
+    before: Callable[[Turn], Request | Response | None] | None = None
 
 
 class RowMutant(Mutant):
@@ -107,7 +113,8 @@ class RowMutant(Mutant):
         if row.instead is not None:
             return row.instead
         request = row.ask(request) if row.ask else request
-        return self.bent(request, upstream.send(request), Turn(request, upstream, self.lock))
+        return self.bent(request, upstream.send(request),
+                         Turn(request, upstream, self.lock, memory=self.state))
 
     def bent(self, request: Request, reply: Response, turn: Turn) -> Response:
         row = self.row
@@ -124,17 +131,20 @@ class TrackedRowMutant(Tracked, RowMutant):
         row = self.row
         if not row.on.asks(request):
             return None
+        if row.before is not None:
+            return row.before(Turn(request, upstream, self.lock, self.t, self.observe,
+                                   self.state))
         return row.instead if row.instead is not None else row.ask(request) if row.ask else None
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
         return self.bent(request, response,
-                         Turn(request, upstream, self.lock, self.t, self.observe))
+                         Turn(request, upstream, self.lock, self.t, self.observe, self.state))
 
 
 def row_mutant(row: Row) -> type[RowMutant]:
     """The mutant class that plays ``row`` (a class per row, so that each proxy run gets
     its own instance, state and lock, as with any mutant); not registered."""
-    base = TrackedRowMutant if row.tracked else RowMutant
+    base = TrackedRowMutant if row.tracked or row.before else RowMutant
     return type(f"Row_{row.name}", (base,), {
         "row": row, "name": row.name, "clause": row.clause, "summary": row.summary,
         "__doc__": row.summary, "__module__": __name__})
@@ -214,3 +224,18 @@ def sent_upload(turn: Turn) -> UploadInfo | None:
 def internal_error() -> Response:
     """A crash as a careless server answers it."""
     return Response.error(500, "internal", "Internal server error.")
+
+
+def retried(change: Callable[[Turn], Request | None],
+            took: Callable[[Response], bool] = lambda again: again.ok) -> Bend:
+    """The request as ``change`` makes it (None: the reply kept) sent again, and that reply
+    when ``took`` holds for it (by default: it succeeded), else the first one."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        again = change(turn)
+        if again is None:
+            return reply
+        second = turn.upstream.send(again)
+        return second if took(second) else reply
+
+    return bend

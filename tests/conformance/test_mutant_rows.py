@@ -7,7 +7,16 @@ import json
 
 from conformance.mutants import MUTANTS
 from conformance.mutants.base import Mutant, Request, Response
-from conformance.mutants.rows import On, Row, Turn, error, internal_error, row_mutant, set_fields
+from conformance.mutants.rows import (
+    On,
+    Row,
+    Turn,
+    error,
+    internal_error,
+    retried,
+    row_mutant,
+    set_fields,
+)
 
 API = "/api/v1/"
 
@@ -98,3 +107,58 @@ def test_a_tracked_rows_bend_reads_the_opens_seen_before() -> None:
     upstream.reply = ok({**opened, "epoch": 2, "token": "tk_2"})
     second = mutant.handle(request, upstream)
     assert (first.json()["seen"], second.json()["seen"]) == ([1], [1, 2])
+
+
+def test_a_rows_look_before_sending_answers_without_reaching_the_upstream() -> None:
+    def refuse_twins(turn: Turn) -> Response | None:
+        files = (turn.request.json() or {}).get("files") or []
+        return Response.error(400, "invalid_argument", "twins") if len(files) > 1 else None
+
+    row = Row("twins-refused", "VER-1.c", "two files refused",
+              On(("versions/write",)), before=refuse_twins)
+    upstream = Recorder(ok({"upload": "u"}))
+    refused = play(row, post("versions/write", {"files": [{}, {}]}), upstream)
+    assert (refused.status, refused.json()["error"]["code"]) == (400, "invalid_argument")
+    assert upstream.sent == []
+    assert play(row, post("versions/write", {"files": [{}]}), upstream).json() == {"upload": "u"}
+    assert len(upstream.sent) == 1
+
+
+def test_a_rows_memory_lasts_across_exchanges_of_one_run_only() -> None:
+    def counted(reply: Response, turn: Turn) -> Response:
+        with turn.lock:
+            turn.memory["n"] = turn.memory.get("n", 0) + 1
+            return reply.with_json({**reply.json(), "n": turn.memory["n"]})
+
+    cls = row_mutant(Row("reads-counted", "API-1.e", "reads are numbered",
+                         On(("artifacts/read",)), answer=counted))
+    first, second = cls(), cls()
+    upstream = Recorder(ok({"artifact": "p/a"}))
+    request = Request("GET", API + "artifacts/read")
+    seen = [first.handle(request, upstream).json()["n"] for _ in range(3)]
+    assert seen == [1, 2, 3]
+    assert second.handle(request, upstream).json()["n"] == 1
+
+
+class Replies(Recorder):
+    """An upstream answering with ``replies`` in turn."""
+
+    def __init__(self, *replies: Response) -> None:
+        super().__init__(replies[0])
+        self.replies = list(replies)
+
+    def send(self, request: Request) -> Response:
+        self.reply = self.replies.pop(0)
+        return super().send(request)
+
+
+def test_a_retried_row_answers_the_retry_only_when_it_succeeds() -> None:
+    row = Row("open-retried-as-latest", "OPEN-3.a", "a refused open is retried as latest",
+              On(("artifacts/open",), replies=409),
+              answer=retried(lambda turn: turn.request.with_json({"resume": "latest"})))
+    refusal = Response.error(409, "has_checkpoints", "versions")
+    failed = Replies(refusal, Response.error(403, "forbidden", "no"))
+    assert play(row, post("artifacts/open", {"resume": None}), failed) is refusal
+    assert [r.json() for r in failed.sent] == [{"resume": None}, {"resume": "latest"}]
+    opened = Replies(refusal, ok({"epoch": 2}))
+    assert play(row, post("artifacts/open", {"resume": None}), opened).json() == {"epoch": 2}
