@@ -19,6 +19,7 @@ from conformance.mutants.m_fence import (
     reopened_for_newest,
     stale_commit_replayed,
     stale_write_retried,
+    upload_adopted,
 )
 from conformance.mutants.open_bends import SOURCE
 from conformance.mutants.rows import Bend, On, Row, Turn, retried, rows
@@ -29,7 +30,6 @@ from conformance.mutants.tracking import (
     artifact_of,
     body_of,
     key_of,
-    replay_upload,
     versions_of,
     with_key,
 )
@@ -103,18 +103,10 @@ def _newest_was(test: Callable[[Any], bool]) -> Bend:
 # --- FENCE-2.c --------------------------------------------------------------------------
 
 
-def _adopted_by_same_holder(reply: Response, turn: Turn) -> Response:
-    sent = body_of(turn.request)
+def _by_the_same_holder(turn: Turn, up: UploadInfo, mine: OpenInfo) -> bool:
     with turn.lock:
-        up = turn.t.uploads.get(sent.get("upload"))
-        mine = turn.t.tokens.get(sent.get("token"))
-        first = turn.t.tokens.get(up.token) if up else None
-    if up is None or mine is None or first is None or up.token == mine.token:
-        return reply
-    if first.holder != mine.holder or not up.complete:
-        return reply
-    landed = replay_upload(turn.upstream, up, mine.token, key_of(turn.request))
-    return landed if landed.ok else reply
+        first = turn.t.tokens.get(up.token)
+    return first is not None and first.holder == mine.holder
 
 
 # --- FENCE-2.d --------------------------------------------------------------------------
@@ -197,7 +189,7 @@ rows(
         fenced_error(COMMIT), answer=stale_commit_replayed(_upload_two_behind), tracked=True),
     Row("fence_upload_adopted_by_same_holder_relaunch", "FENCE-2.c",
         "a relaunch with the same holder id commits the upload of its previous launch",
-        On(COMMIT, replies=409), answer=_adopted_by_same_holder, tracked=True),
+        On(COMMIT, replies=409), answer=upload_adopted(_by_the_same_holder), tracked=True),
     Row("fence_fenced_names_refused_opener", "FENCE-2.d",
         "after a refused open, the next open's fenced names the refused holder",
         On(OPEN, replies="any", when=_is_open), answer=_refused_opener_named, tracked=True),

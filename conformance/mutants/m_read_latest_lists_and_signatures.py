@@ -5,8 +5,8 @@ plane a range of the whole file or starting at its size, a zero-byte file's URL,
 signature of another artifact or with characters appended.
 
 The READ-1 ones are rows (rows.py). The data-plane ones stay classes: they look up the
-signed URL a request uses among those handed out (:class:`~conformance.mutants.m_read.
-Watching`'s memory of each URL's file, size and version), which no row's facts hold."""
+signed URL a request uses among those handed out (the memory m_read's ``Watching`` keeps of
+each URL's file, size and version), which no row's facts hold."""
 
 from __future__ import annotations
 
@@ -100,6 +100,7 @@ rows(
 )
 
 
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class WholeFileRangeGives200(Watching):
     """A range covering the whole file (``bytes=0-(size-1)``) answers 200 without
@@ -119,6 +120,7 @@ class WholeFileRangeGives200(Watching):
         return resp
 
 
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class RangeStartingAtSizeEmpty(Watching):
     """A range starting exactly at the file's size answers 206 with no bytes, not 416."""
@@ -139,6 +141,7 @@ class RangeStartingAtSizeEmpty(Watching):
         return resp
 
 
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class SignatureOfOtherArtifact(Watching):
     """A signature is valid for any artifact's file of the same version and file name
@@ -166,6 +169,7 @@ class SignatureOfOtherArtifact(Watching):
         return resp
 
 
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class SignatureWithSuffix(Watching):
     """A signature with characters appended is accepted (compared as a prefix)."""
@@ -189,6 +193,7 @@ class SignatureWithSuffix(Watching):
         return resp
 
 
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class EmptyFileUrl404(Watching):
     """A plain GET of a zero-byte file's signed URL answers 404 (nothing was stored)."""

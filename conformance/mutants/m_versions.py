@@ -75,6 +75,7 @@ class UploadBook(Watching):
         return [u for u in ups if all(url in puts for url in u["urls"].values())]
 
 
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class BytesFollowLastPut(UploadBook):
     """Bytes are stored per artifact, version and file name: a PUT to another upload of a
@@ -103,6 +104,7 @@ class BytesFollowLastPut(UploadBook):
         return bytes_reply(data[span[0]:span[1] + 1], len(data), span, head)
 
 
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class OldBytesFromNewest(Watching):
     """Once an artifact has 3 or more versions, a file of an older version is served from

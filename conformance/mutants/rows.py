@@ -7,9 +7,11 @@ or the reply rewritten (``answer``). One interpreter, :class:`RowMutant`, plays 
 :func:`rows` registers each row as a mutant under its name, so the proxy, the table,
 ``--only`` and ``--repeat`` find it as they found the class it replaced.
 
-A row marked ``tracked`` is played by :class:`TrackedRowMutant`, which keeps the facts
-of tracking.py (who opened what with which key, uploads, refused keys) for its bends to
-read; a mutant whose memory is its own (made-up holders, URLs seen) stays a
+A row marked ``tracked`` (or with a ``before`` look) is played by
+:class:`TrackedRowMutant`, which keeps the facts of tracking.py (who opened what with which
+key, uploads, refused keys) for its bends to read; what a bend remembers beyond them
+(deletes, forks, URLs it gave out) it keeps in ``turn.memory``, its row's own. A mutant
+that needs another's memory (the signed URLs m_read's ``Watching`` keeps) stays a
 :class:`~conformance.mutants.base.Mutant` subclass.
 """
 
