@@ -16,6 +16,7 @@ from conformance.mutants.open_bends import (
     noted_forks,
     refusal_names_holder,
     resumed,
+    version_read,
 )
 from conformance.mutants.rows import Bend, On, Row, Turn, error, refused_when, retried, rows
 from conformance.mutants.tracking import (
@@ -80,12 +81,6 @@ def _target_reopened(reply: Response, turn: Turn) -> Response:
     return reply
 
 
-def _version(turn: Turn, artifact: str, version: str) -> Any:
-    reply = api_get(turn.upstream, "versions/read", key_of(turn.request), artifact=artifact,
-                    version=version, urls="1")
-    return reply.json() if reply.ok else None
-
-
 def _into_fork_allowed(reply: Response, turn: Turn) -> Response:
     """A fork refused not_empty into an artifact that is itself a fork, run as a latest
     open resumed from the source version."""
@@ -93,7 +88,7 @@ def _into_fork_allowed(reply: Response, turn: Turn) -> Response:
     src = fork_source(turn.request)
     if not src or error_code(reply) != "not_empty" or artifact_of(turn.request) not in forks:
         return reply
-    version = _version(turn, *src)
+    version = version_read(turn, *src)
     if not isinstance(version, dict):
         return reply
     again = turn.upstream.send(turn.request.with_json(dict(body_of(turn.request),

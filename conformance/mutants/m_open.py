@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.mutants.base import Request, Response, Upstream, error_code
+from conformance.mutants.base import Request, Response, error_code
 from conformance.mutants.open_bends import (
     FRESH,
     LATEST,
@@ -17,10 +17,10 @@ from conformance.mutants.open_bends import (
     refusal_names_holder,
     reopened_for,
     resumed,
+    version_read,
 )
 from conformance.mutants.rows import Bend, On, Row, Turn, refused_when, rows
 from conformance.mutants.tracking import (
-    api_get,
     artifact_info,
     artifact_of,
     body_of,
@@ -34,11 +34,6 @@ OPEN = ("artifacts/open",)
 
 def _info(turn: Turn) -> Json | None:
     return artifact_info(turn.upstream, key_of(turn.request), str(artifact_of(turn.request)))
-
-
-def _version(upstream: Upstream, key: str | None, artifact: str, name: str) -> Any:
-    reply = api_get(upstream, "versions/read", key, artifact=artifact, version=name, urls="1")
-    return reply.json() if reply.ok else None
 
 
 # --- OPEN-1.a ---------------------------------------------------------------------------
@@ -93,8 +88,7 @@ def _second_highest(version: Json, turn: Turn) -> Json | None:
     listed = _listed(turn)
     if len(listed) < 3:
         return None
-    return _version(turn.upstream, key_of(turn.request), version["artifact"],
-                    listed[-2]["version"]) or None
+    return version_read(turn, version["artifact"], listed[-2]["version"]) or None
 
 
 def _last_file_dropped(version: Json, turn: Turn) -> Json | None:
@@ -114,8 +108,7 @@ def _urls_of_previous(version: Json, turn: Turn) -> Json | None:
     listed = _listed(turn)
     if len(listed) < 2:
         return None
-    older = _version(turn.upstream, key_of(turn.request), str(body_of(turn.request)["artifact"]),
-                     listed[-2]["version"])
+    older = version_read(turn, str(body_of(turn.request)["artifact"]), listed[-2]["version"])
     urls = {f["name"]: f.get("url") for f in (older or {}).get("files") or []}
     return {**version, "files": [dict(f, url=urls.get(f["name"]) or f.get("url"))
                                  for f in version.get("files") or []]}
@@ -145,7 +138,7 @@ def _source_of_one_version_fork(reply: Response, turn: Turn) -> Response:
         return reply
     if len(versions_of(turn.upstream, key_of(turn.request), str(sent.get("artifact")))) != 1:
         return reply
-    version = _version(turn.upstream, key_of(turn.request), *src)
+    version = version_read(turn, *src)
     if not isinstance(version, dict):
         return reply
     return reply.with_json({**reply.json(), "resume_from": {**version,

@@ -11,6 +11,7 @@ from typing import Any
 from conformance.mutants.base import Request, Response
 from conformance.mutants.rows import Bend, Turn
 from conformance.mutants.tracking import (
+    api_get,
     artifact_info,
     artifact_of,
     body_of,
@@ -20,7 +21,7 @@ from conformance.mutants.tracking import (
 )
 
 __all__ = ["FRESH", "LATEST", "SOURCE", "as_writer_of_new", "fork_source", "noted_forks",
-           "refusal_names_holder", "reopened_for", "resumed", "resuming"]
+           "refusal_names_holder", "reopened_for", "resumed", "resuming", "version_read"]
 
 Json = dict[str, Any]
 #: A well-formed fork source: ``o41://project/name/step-NNNNNNNN``.
@@ -111,3 +112,11 @@ def as_writer_of_new(turn: Turn) -> Request | None:
         known = artifact_of(turn.request) in turn.t.opens
     return None if key is None or known or key == key_of(turn.request) \
         else with_key(turn.request, key)
+
+
+def version_read(turn: Turn, artifact: str, version: str) -> Any:
+    """``version`` of ``artifact`` with its URLs, read with the request's key (None if
+    refused)."""
+    reply = api_get(turn.upstream, "versions/read", key_of(turn.request), artifact=artifact,
+                    version=version, urls="1")
+    return reply.json() if reply.ok else None
