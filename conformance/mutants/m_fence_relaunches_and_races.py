@@ -168,7 +168,7 @@ def _newest_of_same_name(turn: Turn) -> Request | None:
 rows(
     Row("fence_racing_opens_share_epoch", "FENCE-1.a",
         "an open that overlapped another open of the same artifact reports its epoch",
-        On(OPEN, when=_is_open), before=_timed, answer=_overlapping_epoch, tracked=True),
+        On(OPEN, when=_is_open), serve=_timed, answer=_overlapping_epoch, tracked=True),
     Row("fence_fork_into_opened_artifact_restarts_epoch", "FENCE-1.a",
         "a fork into an empty artifact opened before reports its first epoch again",
         On(OPEN, when=_forking), answer=_first_epoch_again, tracked=True),
@@ -203,7 +203,7 @@ rows(
         On(OPEN), answer=fenced_as(_latest_writer), tracked=True),
     Row("fence_foreign_token_commit_uses_upload_token", "FENCE-2.e",
         "a commit with another artifact's token commits with the upload's own token",
-        On(COMMIT), before=_upload_token_instead, tracked=True),
+        On(COMMIT), serve=_upload_token_instead, tracked=True),
     Row("fence-token-of-same-name-in-another-project-accepted", "FENCE-2.e",
         "a token of 'q/run' is accepted for 'p/run' (looked up by name, not project)",
         On(("versions/write", "versions/commit"), replies=400),

@@ -193,7 +193,7 @@ rows(
         answer=_cloud_echoed, tracked=True),
     Row("api-commit-without-upload-commits-the-newest-upload", "API-1.f",
         "a commit body without upload commits the token's newest fully PUT upload",
-        On(("versions/commit",)), before=_newest_ready_upload, tracked=True),
+        On(("versions/commit",)), serve=_newest_ready_upload, tracked=True),
     Row("api-open-with-string-place-accepted", "API-1.f",
         "an open with place 'cloud/region' (a string, not an object) is accepted",
         On(OPEN), ask=_place_as_object, tracked=True),

@@ -118,7 +118,7 @@ rows(
         answer=_resume_from_the_tenth, tracked=True),
     Row("fork-from-a-version-past-the-10th-not-found", "FORK-1.b",
         "a fork from a source version after its 10th answers 404 (and forks nothing)",
-        On(OPEN), before=_fork_past_the_tenth, tracked=True),
+        On(OPEN), serve=_fork_past_the_tenth, tracked=True),
     Row("read-list-past-the-10th-in-reverse-order", "READ-1.c",
         "versions/list gives the versions after the 10th newest first",
         On(("versions/list",)),

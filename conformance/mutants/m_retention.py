@@ -372,7 +372,7 @@ def _on_delete(code: str | int) -> On:
 
 def deleting(bend: Bend, first: Before | None = None, **row: Any) -> dict[str, Any]:
     """The fields of a row that watches deletes: every exchange, ``bend`` after them."""
-    return dict(on=EVERYTHING, before=watching_deletes(first), answer=after_deletes(bend),
+    return dict(on=EVERYTHING, serve=watching_deletes(first), answer=after_deletes(bend),
                 tracked=True, **row)
 
 
@@ -425,7 +425,7 @@ rows(
         _on_delete(403), answer=retried(_with_writer_key), tracked=True),
     Row("ver-delete-without-a-version-deletes-the-oldest", "VER-7.d",
         "versions/delete with no version deletes the artifact's oldest version",
-        On(DELETE, when=_deleting), before=_oldest_instead, tracked=True),
+        On(DELETE, when=_deleting), serve=_oldest_instead, tracked=True),
     Row("ver-delete-of-an-uncommitted-version-answers-200", "VER-7.d",
         "a delete of a version with an upload but no commit answers 200, not 404",
         _on_delete(404),
@@ -445,10 +445,10 @@ rows(
         answer=refused_when(_own_token, 404, "not_found", "no such version"), tracked=True),
     Row("ver-delete-refused-as-unknown-still-tombstones-that-step", "VER-7.d",
         "after a delete of an unknown step gets 404, writing that step gets 409",
-        On(("versions/write", *DELETE), replies="any"), before=claimed_step_refused,
+        On(("versions/write", *DELETE), replies="any"), serve=claimed_step_refused,
         answer=_unknown_claimed, tracked=True),
     Row("read-latest-after-a-delete-is-the-version-below-it", "READ-1.a",
         "after a delete, versions/read of latest answers the second-highest version",
-        On(("versions/read", *DELETE), replies="any"), before=_below_latest_after_delete,
+        On(("versions/read", *DELETE), replies="any"), serve=_below_latest_after_delete,
         answer=_deleted_noted, tracked=True),
 )

@@ -282,7 +282,7 @@ rows(
                             409, "version_exists", "that version is already committed")),
     Row("ver-step-one-below-latest-accepted-then-lost", "VER-3.a",
         "a step exactly one below the latest is accepted, and silently never committed",
-        On((*WRITE, *COMMIT), replies="any"), before=_shadow_commit,
+        On((*WRITE, *COMMIT), replies="any"), serve=_shadow_commit,
         answer=_one_below_shadowed, tracked=True),
     Row("ver-step-zero-after-versions-gives-400", "VER-3.a",
         "writing step-00000000 on an artifact with versions answers 400, not 409",
@@ -292,5 +292,5 @@ rows(
                                                   "step 0 is not a checkpoint"), tracked=True),
     Row("ver-step-of-a-fork-compared-with-its-source-version", "VER-3.a",
         "a forked artifact's first version at or below the source's step gets 409",
-        On(WRITE), before=_below_the_fork_source, tracked=True),
+        On(WRITE), serve=_below_the_fork_source, tracked=True),
 )

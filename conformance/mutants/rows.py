@@ -7,12 +7,12 @@ or the reply rewritten (``answer``). One interpreter, :class:`RowMutant`, plays 
 :func:`rows` registers each row as a mutant under its name, so the proxy, the table,
 ``--only`` and ``--repeat`` find it as they found the class it replaced.
 
-A row marked ``tracked`` (or with a ``before`` look) is played by
-:class:`TrackedRowMutant`, which keeps the facts of tracking.py (who opened what with which
-key, uploads, refused keys) for its bends to read; what a bend remembers beyond them
-(deletes, forks, URLs it gave out) it keeps in ``turn.memory``, its row's own. A mutant
-that needs another's memory (the signed URLs m_read's ``Watching`` keeps) stays a
-:class:`~conformance.mutants.base.Mutant` subclass.
+A row marked ``tracked`` is played by :class:`TrackedRowMutant`, which keeps the facts
+of tracking.py (who opened what with which key, uploads, refused keys) for its bends to
+read. A tracked row may play an exchange itself before it is sent, or send another
+request instead (``serve``), and its bends may keep a memory of their own in
+``Turn.memory`` (the mutant's state). A mutant that needs the signed URLs m_read's
+``Watching`` keeps stays a :class:`~conformance.mutants.base.Mutant` subclass.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ class Turn:
     facts: Facts | None = None
     #: The tracked row's bookkeeping, for an exchange the bend makes itself (held lock).
     observe: Callable[[Request, Response], None] | None = None
-    #: The mutant's own memory (its ``state``, read and written under ``lock``), for a
-    #: bend that remembers what it saw beyond the facts of tracking.py.
+    #: The mutant's own memory (its ``state``), read and written under ``lock``.
     memory: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -98,9 +97,9 @@ class Row:
     instead: Response | None = None
     answer: Bend | None = None
     tracked: bool = False
-    #: A tracked row's look before the request is sent (the turn has no reply yet): a
-    #: Request to send instead, a Response to answer without sending, or None.
-    before: Callable[[Turn], Request | Response | None] | None = None
+    #: Plays the exchange itself before it is sent: the reply, or None to send it; a
+    #: tracked row's may give another request to send instead.
+    serve: Callable[[Turn], Request | Response | None] | None = None
 
 
 class RowMutant(Mutant):
@@ -111,12 +110,20 @@ class RowMutant(Mutant):
     def handle(self, request: Request, upstream: Upstream) -> Response:
         row = self.row
         if not row.on.asks(request):
-            return upstream.send(request)
+            return self.send(request, upstream)
         if row.instead is not None:
             return row.instead
+        served = row.serve(self.turn(request, upstream)) if row.serve else None
+        if served is not None:
+            return served
         request = row.ask(request) if row.ask else request
-        return self.bent(request, upstream.send(request),
-                         Turn(request, upstream, self.lock, memory=self.state))
+        return self.bent(request, self.send(request, upstream), self.turn(request, upstream))
+
+    def send(self, request: Request, upstream: Upstream) -> Response:
+        return upstream.send(request)
+
+    def turn(self, request: Request, upstream: Upstream) -> Turn:
+        return Turn(request, upstream, self.lock, memory=self.state)
 
     def bent(self, request: Request, reply: Response, turn: Turn) -> Response:
         row = self.row
@@ -133,20 +140,24 @@ class TrackedRowMutant(Tracked, RowMutant):
         row = self.row
         if not row.on.asks(request):
             return None
-        if row.before is not None:
-            return row.before(Turn(request, upstream, self.lock, self.t, self.observe,
-                                   self.state))
-        return row.instead if row.instead is not None else row.ask(request) if row.ask else None
+        if row.instead is not None:
+            return row.instead
+        served = row.serve(self.turn(request, upstream)) if row.serve else None
+        if served is not None:
+            return served
+        return row.ask(request) if row.ask else None
 
     def after(self, request: Request, response: Response, upstream: Upstream) -> Response:
-        return self.bent(request, response,
-                         Turn(request, upstream, self.lock, self.t, self.observe, self.state))
+        return self.bent(request, response, self.turn(request, upstream))
+
+    def turn(self, request: Request, upstream: Upstream) -> Turn:
+        return Turn(request, upstream, self.lock, self.t, self.observe, self.state)
 
 
 def row_mutant(row: Row) -> type[RowMutant]:
     """The mutant class that plays ``row`` (a class per row, so that each proxy run gets
     its own instance, state and lock, as with any mutant); not registered."""
-    base = TrackedRowMutant if row.tracked or row.before else RowMutant
+    base = TrackedRowMutant if row.tracked else RowMutant
     return type(f"Row_{row.name}", (base,), {
         "row": row, "name": row.name, "clause": row.clause, "summary": row.summary,
         "__doc__": row.summary, "__module__": __name__})

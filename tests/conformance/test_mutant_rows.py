@@ -109,35 +109,21 @@ def test_a_tracked_rows_bend_reads_the_opens_seen_before() -> None:
     assert (first.json()["seen"], second.json()["seen"]) == ([1], [1, 2])
 
 
-def test_a_rows_look_before_sending_answers_without_reaching_the_upstream() -> None:
-    def refuse_twins(turn: Turn) -> Response | None:
-        files = (turn.request.json() or {}).get("files") or []
-        return Response.error(400, "invalid_argument", "twins") if len(files) > 1 else None
-
-    row = Row("twins-refused", "VER-1.c", "two files refused",
-              On(("versions/write",)), before=refuse_twins)
-    upstream = Recorder(ok({"upload": "u"}))
-    refused = play(row, post("versions/write", {"files": [{}, {}]}), upstream)
-    assert (refused.status, refused.json()["error"]["code"]) == (400, "invalid_argument")
-    assert upstream.sent == []
-    assert play(row, post("versions/write", {"files": [{}]}), upstream).json() == {"upload": "u"}
-    assert len(upstream.sent) == 1
-
-
-def test_a_rows_memory_lasts_across_exchanges_of_one_run_only() -> None:
-    def counted(reply: Response, turn: Turn) -> Response:
+def test_a_tracked_rows_serve_may_send_another_request_built_from_the_facts() -> None:
+    def newest_token(turn: Turn) -> Request | None:
         with turn.lock:
-            turn.memory["n"] = turn.memory.get("n", 0) + 1
-            return reply.with_json({**reply.json(), "n": turn.memory["n"]})
+            newest = turn.t.newest.get("p/a")
+        sent = turn.request.json()
+        return None if newest is None else turn.request.with_json({**sent, "token": newest.token})
 
-    cls = row_mutant(Row("reads-counted", "API-1.e", "reads are numbered",
-                         On(("artifacts/read",)), answer=counted))
-    first, second = cls(), cls()
-    upstream = Recorder(ok({"artifact": "p/a"}))
-    request = Request("GET", API + "artifacts/read")
-    seen = [first.handle(request, upstream).json()["n"] for _ in range(3)]
-    assert seen == [1, 2, 3]
-    assert second.handle(request, upstream).json()["n"] == 1
+    mutant = row_mutant(Row("writes-take-the-newest-token", "FENCE-2.a",
+                            "a write is sent with the artifact's newest token",
+                            On(("versions/write",)), serve=newest_token, tracked=True))()
+    opened = ok({"artifact": "p/a", "epoch": 2, "holder": "h", "token": "tk_new"})
+    mutant.handle(post("artifacts/open", {"artifact": "p/a"}), Recorder(opened))
+    upstream = Recorder(ok({"upload": "u", "files": []}))
+    mutant.handle(post("versions/write", {"artifact": "p/a", "token": "tk_old"}), upstream)
+    assert [r.json()["token"] for r in upstream.sent] == ["tk_new"]
 
 
 class Replies(Recorder):
