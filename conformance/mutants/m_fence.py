@@ -116,19 +116,29 @@ def _at_3_versions(turn: Turn, stale: OpenInfo, newest: OpenInfo) -> bool:
     return int(info.get("versions") or 0) >= 3
 
 
-def _adopted(reply: Response, turn: Turn) -> Response:
-    """Another token's upload committed with the newest token."""
-    sent = body_of(turn.request)
+def upload_adopted(applies: Callable[[Turn, UploadInfo, OpenInfo], bool]) -> Bend:
+    """A commit of another token's complete upload, refused, is done with the commit's
+    token when ``applies`` (the turn, the upload, the commit's open); that Version if it
+    lands."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        sent = body_of(turn.request)
+        with turn.lock:
+            up = turn.t.uploads.get(sent.get("upload"))
+            mine = turn.t.tokens.get(sent.get("token"))
+        if up is None or mine is None or up.token == mine.token or not up.complete \
+                or not applies(turn, up, mine):
+            return reply
+        landed = replay_upload(turn.upstream, up, mine.token, key_of(turn.request))
+        return landed if landed.ok else reply
+
+    return bend
+
+
+def _by_the_newest(turn: Turn, up: UploadInfo, mine: OpenInfo) -> bool:
     with turn.lock:
-        up = turn.t.uploads.get(sent.get("upload"))
-        mine = turn.t.tokens.get(sent.get("token"))
-        newest = turn.t.newest.get(sent.get("artifact"))
-    if up is None or mine is None or newest is None or up.token == mine.token:
-        return reply
-    if mine.token != newest.token or not up.complete:
-        return reply
-    landed = replay_upload(turn.upstream, up, mine.token, key_of(turn.request))
-    return landed if landed.ok else reply
+        newest = turn.t.newest.get(body_of(turn.request).get("artifact"))
+    return newest is not None and mine.token == newest.token
 
 
 def _other_token_400(reply: Response, turn: Turn) -> Response:
@@ -216,7 +226,7 @@ rows(
         tracked=True),
     Row("fence_upload_adopted_by_newer_token", "FENCE-2.c",
         "committing another token's upload with a newer token commits it",
-        fenced_error(COMMIT), answer=_adopted, tracked=True),
+        fenced_error(COMMIT), answer=upload_adopted(_by_the_newest), tracked=True),
     Row("fence_upload_other_token_400", "FENCE-2.c",
         "committing an older token's upload with a newer token is 400, not 409 fenced",
         fenced_error(COMMIT), answer=_other_token_400, tracked=True),

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.mutants.base import Request, Response, error_code, ok_or
-from conformance.mutants.m_step_names_and_deletes import step_of
+from conformance.mutants.m_retention import step_of
 from conformance.mutants.rows import Bend, On, Row, Turn, changed, error, noted, recalled, rows
 from conformance.mutants.tracking import (
     Facts,

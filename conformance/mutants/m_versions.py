@@ -1,218 +1,33 @@
-"""Mutants of VER-1..3: version and file names, immutability, step order.
-
-Mutants that accept a name the contract refuses hand the upstream a safe spelling of it and
-translate replies back, so the client sees its own name accepted and everything else intact.
-"""
+"""Mutants of VER-2 and VER-3: an existing version reported as out of order or rewritten
+"fine", committed bytes that change after the commit, a step reported as existing, one
+below the latest taken then lost, step 0 malformed, a fork's source step taken as the
+floor. Rows (rows.py), but for the two that serve bytes of their own from the signed URLs
+they watched (:class:`~conformance.mutants.m_read.Watching`'s memory, not the facts a row
+reads): :class:`BytesFollowLastPut` and :class:`OldBytesFromNewest`."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream, mutant
-from conformance.mutants.m_read import (
-    Watching,
-    api_call,
-    bytes_reply,
-    committed,
-    error_code,
-    obj,
-    parse_range,
-    resend,
-    target_artifact,
-)
+from conformance.mutants.base import Request, Response, Upstream, api_request, error_code, mutant
+from conformance.mutants.m_read import Watching, bytes_reply, obj, parse_range, resend
+from conformance.mutants.m_retention import step_of
+from conformance.mutants.rows import On, Row, Turn, refused_when, rows
+from conformance.mutants.tracking import api_get, artifact_of, body_of, key_of, versions_of
 
-_NAME = re.compile(r"step-[0-9]{8}")
-_CODED = "mx-"
+__all__ = ["UploadBook"]
+
+Json = dict[str, Any]
+WRITE, COMMIT = ("versions/write",), ("versions/commit",)
 
 
-def _safe_segments(name: str) -> bool:
-    return bool(name) and all(s not in ("", ".", "..") for s in name.split("/"))
-
-
-def encode_name(name: str) -> str:
-    """A safe stand-in for a file name the upstream would refuse (decoded in replies)."""
-    return _CODED + name.encode().hex()
-
-
-def decode_names(value: Any) -> Any:
-    """Every file ``name`` encoded by :func:`encode_name`, back to what the client sent."""
-    if isinstance(value, list):
-        return [decode_names(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out = {k: decode_names(v) for k, v in value.items()}
-    name = out.get("name")
-    if isinstance(name, str) and name.startswith(_CODED):
-        try:
-            out["name"] = bytes.fromhex(name[len(_CODED):]).decode()
-        except ValueError:
-            pass
-    return out
-
-
-def decoded(resp: Response) -> Response:
-    body = resp.json()
-    return resp.with_json(decode_names(body)) if isinstance(body, (dict, list)) else resp
-
-
-# --- VER-1.a -----------------------------------------------------------------------------
-
-
-class LenientVersionName(Mutant):
-    """A write whose version name ``fix`` can turn into a valid one is written under it."""
-
-    def fix(self, version: str) -> str | None:
-        return None
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        body = request.json()
-        if request.endpoint == "versions/write" and isinstance(body, dict) \
-                and isinstance(body.get("version"), str) and not _NAME.fullmatch(body["version"]):
-            fixed = self.fix(body["version"])
-            if fixed and _NAME.fullmatch(fixed):
-                return upstream.send(request.with_json({**body, "version": fixed}))
-        return upstream.send(request)
-
-
-@mutant
-class TrailingNewlineName(LenientVersionName):
-    """``step-00000001\\n`` is accepted (a ``re.match`` with ``$`` instead of fullmatch)."""
-
-    name = "ver-name-trailing-newline-accepted"
-    clause = "VER-1.a"
-    summary = "a version name with a trailing newline is written as the name without it"
-
-    def fix(self, version: str) -> str | None:
-        return version[:-1] if version.endswith("\n") else None
-
-
-@mutant
-class NineDigitsLeadingZero(LenientVersionName):
-    """``step-0`` and 8 more digits is read as a number and accepted."""
-
-    name = "ver-name-nine-digits-with-leading-zero-accepted"
-    clause = "VER-1.a"
-    summary = "step- with 9 digits starting with 0 is accepted as the 8-digit name"
-
-    def fix(self, version: str) -> str | None:
-        return "step-" + version[6:] if re.fullmatch(r"step-0[0-9]{8}", version) else None
-
-
-@mutant
-class UnicodeDigits(LenientVersionName):
-    """Digits of any script count (``str.isdecimal`` instead of ASCII 0-9)."""
-
-    name = "ver-name-non-ascii-digits-accepted"
-    clause = "VER-1.a"
-    summary = "step- and 8 non-ASCII decimal digits is accepted"
-
-    def fix(self, version: str) -> str | None:
-        digits = version[5:]
-        if version.startswith("step-") and len(digits) == 8 and digits.isdecimal():
-            return f"step-{int(digits):08d}"
-        return None
-
-
-@mutant
-class MalformedReadNotFound(Mutant):
-    """A read of a malformed version name gets 404 instead of 400 (writes are right)."""
-
-    name = "ver-name-malformed-read-gives-404"
-    clause = "VER-1.a"
-    summary = "versions/read with a malformed version name answers 404 not_found"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        if request.endpoint == "versions/read" and resp.status == 400 \
-                and request.arg("version") not in (None, "latest") \
-                and not _NAME.fullmatch(request.arg("version") or ""):
-            return Response.error(404, "not_found", f"no version {request.arg('version')}")
-        return resp
-
-
-# --- VER-1.b -----------------------------------------------------------------------------
-
-
-class LenientFileName(Mutant):
-    """A write whose file names ``allows`` refuses none of them, hiding the unsafe ones
-    from the upstream behind a safe spelling."""
-
-    def allows(self, index: int, name: str) -> bool:
-        return False
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        body = request.json()
-        if request.endpoint == "versions/write" and isinstance(body, dict) \
-                and isinstance(body.get("files"), list):
-            files = [dict(f) if isinstance(f, dict) else f for f in body["files"]]
-            changed = False
-            for i, f in enumerate(files):
-                name = f.get("name") if isinstance(f, dict) else None
-                if isinstance(name, str) and not _safe_segments(name) and self.allows(i, name):
-                    f["name"], changed = encode_name(name), True
-            if changed:
-                return decoded(upstream.send(request.with_json({**body, "files": files})))
-        return decoded(upstream.send(request))
-
-
-@mutant
-class LeadingDotSegment(LenientFileName):
-    """``./model.pt`` is accepted (only a leading ``./`` slips through)."""
-
-    name = "ver-file-name-leading-dot-segment-accepted"
-    clause = "VER-1.b"
-    summary = "a file name starting with ./ is accepted"
-
-    def allows(self, index: int, name: str) -> bool:
-        return name.startswith("./") and _safe_segments(name[2:])
-
-
-@mutant
-class TrailingSlash(LenientFileName):
-    """``dir/`` (an empty last segment) is accepted."""
-
-    name = "ver-file-name-trailing-slash-accepted"
-    clause = "VER-1.b"
-    summary = "a file name ending with / is accepted"
-
-    def allows(self, index: int, name: str) -> bool:
-        return name.endswith("/") and _safe_segments(name[:-1])
-
-
-@mutant
-class OnlyFirstFileChecked(LenientFileName):
-    """Only the first declared file's name is checked."""
-
-    name = "ver-file-name-checked-on-first-file-only"
-    clause = "VER-1.b"
-    summary = "an unsafe file name is accepted when it is not the first file of the write"
-
-    def allows(self, index: int, name: str) -> bool:
-        return index >= 1
-
-
-# --- VER-2 -------------------------------------------------------------------------------
-
-
-@mutant
-class ExistsAsNotAfterLatest(Mutant):
-    """Rewriting an existing version that is not the latest, once the artifact has 3 or
-    more versions, gets ``not_after_latest`` instead of ``version_exists``."""
-
-    name = "ver-exists-reported-as-not-after-latest-when-3-versions"
-    clause = "VER-2.a"
-    summary = "an existing non-latest name, with 3+ versions, answers not_after_latest"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        body = obj(request)
-        if request.endpoint != "versions/write" or error_code(resp) != "version_exists":
-            return resp
-        versions = committed(upstream, request, body.get("artifact", ""))
-        if len(versions) >= 3 and versions[-1]["version"] != body.get("version"):
-            return Response.error(409, "not_after_latest", "the step is not after the latest")
-        return resp
+def listed(turn: Turn, artifact: object) -> list[Json]:
+    """The committed versions of ``artifact`` as the request's own key lists them."""
+    reply = turn.upstream.send(api_request("GET", "versions/list",
+                                           turn.request.header("Authorization"),
+                                           (("artifact", str(artifact)),)))
+    data = reply.json() if reply.ok else None
+    return list(data.get("versions") or []) if isinstance(data, dict) else []
 
 
 class UploadBook(Watching):
@@ -260,28 +75,7 @@ class UploadBook(Watching):
         return [u for u in ups if all(url in puts for url in u["urls"].values())]
 
 
-@mutant
-class IdenticalRecommit(UploadBook):
-    """A second upload of a committed version with the very same files commits "fine":
-    the reply is the committed version, as if the commit were an idempotent retry."""
-
-    name = "ver-exists-identical-second-upload-commits"
-    clause = "VER-2.a"
-    summary = "committing a second upload of a committed name with identical files gives 200"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = self.forward(request, upstream)
-        up = self.upload(obj(request).get("upload"))
-        if request.endpoint != "versions/commit" or error_code(resp) != "version_exists" \
-                or not up:
-            return resp
-        read = api_call(upstream, request, "GET", "versions/read",
-                        {"artifact": up["artifact"], "version": up["version"]})
-        have = {(f["name"], f["size"], f["sha256"]) for f in obj(read).get("files", [])}
-        want = {(f.get("name"), f.get("size"), f.get("sha256")) for f in up["files"]}
-        return read if read.ok and have == want else resp
-
-
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class BytesFollowLastPut(UploadBook):
     """Bytes are stored per artifact, version and file name: a PUT to another upload of a
@@ -310,6 +104,7 @@ class BytesFollowLastPut(UploadBook):
         return bytes_reply(data[span[0]:span[1] + 1], len(data), span, head)
 
 
+# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
 @mutant
 class OldBytesFromNewest(Watching):
     """Once an artifact has 3 or more versions, a file of an older version is served from
@@ -333,59 +128,169 @@ class OldBytesFromNewest(Watching):
         return self.forward(resend(request, best["url"]), upstream)
 
 
-# --- VER-3.a -----------------------------------------------------------------------------
+# --- VER-2.a ---------------------------------------------------------------------------
 
 
-@mutant
-class OlderAsExists(Mutant):
-    """With 3 or more versions, an older step gets ``version_exists``."""
+def _exists_not_latest(turn: Turn) -> bool:
+    versions = listed(turn, body_of(turn.request).get("artifact", ""))
+    return len(versions) >= 3 and versions[-1]["version"] != body_of(turn.request).get("version")
 
-    name = "ver-step-older-reported-as-version-exists-when-3-versions"
-    clause = "VER-3.a"
-    summary = "a step below the latest, with 3+ versions, answers version_exists"
 
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        if error_code(resp) != "not_after_latest":
-            return resp
-        if len(committed(upstream, request, target_artifact(request) or "")) >= 3:
-            return Response.error(409, "version_exists", "that version is already committed")
-        return resp
+def _identical_files_read(reply: Response, turn: Turn) -> Response:
+    """A commit refused version_exists answered with the committed Version when the
+    upload declared the very same files."""
+    with turn.lock:
+        up = turn.t.uploads.get(str(body_of(turn.request).get("upload")))
+    if up is None:
+        return reply
+    read = turn.upstream.send(api_request(
+        "GET", "versions/read", turn.request.header("Authorization"),
+        (("artifact", up.artifact), ("version", str(up.write.get("version"))))))
+    have = {(f["name"], f["size"], f["sha256"]) for f in obj(read).get("files", [])}
+    want = {(f.get("name"), f.get("size"), f.get("sha256")) for f in up.write.get("files") or []}
+    return read if read.ok and have == want else reply
 
+
+def _committed_by_another_token(reply: Response, turn: Turn) -> Response:
+    """Commits are noted with their token; a version_exists for a version another token
+    committed answers not_after_latest."""
+    sent = body_of(turn.request)
+    with turn.lock:
+        by = turn.memory.setdefault("by", {})
+        if turn.request.endpoint == "versions/commit" and reply.ok:
+            answer = reply.json()
+            if isinstance(answer, dict):
+                by[(answer.get("artifact"), answer.get("version"))] = sent.get("token")
+            return reply
+        if error_code(reply) != "version_exists":
+            return reply
+        version = sent.get("version")
+        if turn.request.endpoint == "versions/commit":
+            up = turn.t.uploads.get(sent.get("upload"))
+            version = up.write.get("version") if up else None
+        first = by.get((sent.get("artifact"), version))
+    if first and first != sent.get("token"):
+        return Response.error(409, "not_after_latest", "the step is not after the latest")
+    return reply
+
+
+def _again_as_read(reply: Response, turn: Turn) -> Response:
+    """Commits are noted with the version they made; a second commit of the same upload,
+    refused version_exists, answers that version as read."""
+    sent = body_of(turn.request)
+    key = (sent.get("artifact"), sent.get("upload"))
+    with turn.lock:
+        done = turn.memory.setdefault("done", {})
+        if reply.ok:
+            done[key] = (reply.json() or {}).get("version")
+            return reply
+        version = done.get(key) if error_code(reply) == "version_exists" else None
+    if not version:
+        return reply
+    again = api_get(turn.upstream, "versions/read", key_of(turn.request),
+                    artifact=str(sent.get("artifact")), version=str(version))
+    return again if again.ok else reply
+
+
+def _upper_sha_of_older_epochs(reply: Response, turn: Turn) -> Response:
+    version = reply.json()
+    with turn.lock:
+        opens = turn.t.opens.get(str(version.get("artifact")), [])
+        newest = opens[-1].epoch if opens else None
+    if newest is None or not isinstance(version.get("epoch"), int) or version["epoch"] >= newest:
+        return reply
+    files = [dict(f, sha256=f["sha256"].upper()) if isinstance(f.get("sha256"), str) else f
+             for f in version.get("files") or []]
+    return reply.with_json(dict(version, files=files))
+
+
+# --- VER-3.a ---------------------------------------------------------------------------
 
 SHADOW = "step-99999999"
 
 
-@mutant
-class OneBelowLatestDropped(UploadBook):
-    """A write one step below the latest is accepted: the upload is real (staged under
-    another name) and its commit answers a Version, but nothing is ever committed."""
+def _shadow_commit(turn: Turn) -> Response | None:
+    if turn.request.endpoint != "versions/commit":
+        return None
+    with turn.lock:
+        fake = turn.memory.get("shadows", {}).get(body_of(turn.request).get("upload"))
+    return None if fake is None else Response(
+        200, (("Content-Type", "application/json"),)).with_json(fake)
 
-    name = "ver-step-one-below-latest-accepted-then-lost"
-    clause = "VER-3.a"
-    summary = "a step exactly one below the latest is accepted, and silently never committed"
 
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        body = obj(request)
-        if request.endpoint == "versions/commit":
-            with self.lock:
-                fake = self.state.get("shadows", {}).get(body.get("upload"))
-            if fake is not None:
-                return Response(200, (("Content-Type", "application/json"),)).with_json(fake)
-        resp = self.forward(request, upstream)
-        if request.endpoint != "versions/write" or error_code(resp) != "not_after_latest" \
-                or not _NAME.fullmatch(str(body.get("version"))):
-            return resp
-        versions = committed(upstream, request, body.get("artifact", ""))
-        if not versions or versions[-1]["step"] != int(body["version"][5:]) + 1:
-            return resp
-        shadow = self.forward(request.with_json({**body, "version": SHADOW}), upstream)
-        if not shadow.ok:
-            return resp
-        files = [{k: f.get(k) for k in ("name", "size", "sha256")}
-                 for f in body.get("files") or [] if isinstance(f, dict)]
-        fake = {**versions[-1], "version": body["version"], "step": int(body["version"][5:]),
-                "files": files, "size": sum(int(f["size"] or 0) for f in files)}
-        with self.lock:
-            self.state.setdefault("shadows", {})[obj(shadow).get("upload")] = fake
-        return shadow
+def _one_below_shadowed(reply: Response, turn: Turn) -> Response:
+    """A write one step below the latest, refused not_after_latest, is written under
+    another name; its commit will answer a Version and commit nothing."""
+    sent = body_of(turn.request)
+    step = step_of(sent.get("version"))
+    if turn.request.endpoint != "versions/write" or error_code(reply) != "not_after_latest" \
+            or step is None:
+        return reply
+    versions = listed(turn, sent.get("artifact", ""))
+    if not versions or versions[-1]["step"] != step + 1:
+        return reply
+    shadow = turn.upstream.send(turn.request.with_json({**sent, "version": SHADOW}))
+    if not shadow.ok:
+        return reply
+    files = [{k: f.get(k) for k in ("name", "size", "sha256")}
+             for f in sent.get("files") or [] if isinstance(f, dict)]
+    fake = {**versions[-1], "version": sent["version"], "step": step,
+            "files": files, "size": sum(int(f["size"] or 0) for f in files)}
+    with turn.lock:
+        turn.memory.setdefault("shadows", {})[obj(shadow).get("upload")] = fake
+    return shadow
+
+
+def _below_the_fork_source(turn: Turn) -> Response | None:
+    sent = body_of(turn.request)
+    step, art = step_of(sent.get("version")), sent.get("artifact")
+    if turn.request.method != "POST" or step is None:
+        return None
+    with turn.lock:
+        forks = [o.resume for o in turn.t.opens.get(str(art), [])
+                 if isinstance(o.resume, str) and o.resume.startswith("o41://")]
+    floor = step_of(forks[-1].rsplit("/", 1)[-1]) if forks else None
+    if floor is None or step > floor or versions_of(turn.upstream, key_of(turn.request),
+                                                     str(art)):
+        return None
+    return Response.error(409, "not_after_latest", "the step is not after the fork's")
+
+
+rows(
+    Row("ver-exists-reported-as-not-after-latest-when-3-versions", "VER-2.a",
+        "an existing non-latest name, with 3+ versions, answers not_after_latest",
+        On(WRITE, replies="error", code="version_exists"),
+        answer=refused_when(_exists_not_latest, 409, "not_after_latest",
+                            "the step is not after the latest")),
+    Row("ver-exists-identical-second-upload-commits", "VER-2.a",
+        "committing a second upload of a committed name with identical files gives 200",
+        On(COMMIT, replies="error", code="version_exists"), answer=_identical_files_read,
+        tracked=True),
+    Row("ver-exists-of-latest-after-relaunch-reported-as-not-after-latest", "VER-2.a",
+        "after a relaunch, writing the latest version's name answers not_after_latest",
+        On((*WRITE, *COMMIT), replies="any"), answer=_committed_by_another_token, tracked=True),
+    Row("ver-commit-of-a-committed-upload-answers-200", "VER-2.a",
+        "a second commit of the same upload answers 200 and the version, not 409",
+        On(COMMIT, replies="any"), answer=_again_as_read, tracked=True),
+    Row("ver-immutable-sha256-upper-cased-after-relaunch", "VER-2.b",
+        "after a relaunch, older versions report their sha256 in upper case",
+        On(("versions/read",)), answer=_upper_sha_of_older_epochs, tracked=True),
+    Row("ver-step-older-reported-as-version-exists-when-3-versions", "VER-3.a",
+        "a step below the latest, with 3+ versions, answers version_exists",
+        On(replies="error", code="not_after_latest"),
+        answer=refused_when(lambda turn: len(listed(turn, artifact_of(turn.request) or "")) >= 3,
+                            409, "version_exists", "that version is already committed")),
+    Row("ver-step-one-below-latest-accepted-then-lost", "VER-3.a",
+        "a step exactly one below the latest is accepted, and silently never committed",
+        On((*WRITE, *COMMIT), replies="any"), serve=_shadow_commit,
+        answer=_one_below_shadowed, tracked=True),
+    Row("ver-step-zero-after-versions-gives-400", "VER-3.a",
+        "writing step-00000000 on an artifact with versions answers 400, not 409",
+        On(WRITE, replies="error", code="not_after_latest",
+           when=lambda r: body_of(r).get("version") == "step-00000000"),
+        answer=lambda reply, turn: Response.error(400, "invalid_argument",
+                                                  "step 0 is not a checkpoint"), tracked=True),
+    Row("ver-step-of-a-fork-compared-with-its-source-version", "VER-3.a",
+        "a forked artifact's first version at or below the source's step gets 409",
+        On(WRITE), serve=_below_the_fork_source, tracked=True),
+)

@@ -27,7 +27,7 @@ from conformance.mutants.tracking import Facts, Tracked, UploadInfo, body_of
 
 __all__ = ["On", "Row", "RowMutant", "TrackedRowMutant", "Turn", "body", "dropped", "error",
            "headers", "internal_error", "refused_when", "row_mutant", "rows", "sent_upload",
-           "set_fields", "versions", "WatchedRowMutant", "changed", "noted", "recalled"]
+           "set_fields", "versions", "WatchedRowMutant", "changed", "noted", "recalled", "retried"]
 
 Json = dict[str, Any]
 
@@ -99,8 +99,9 @@ class Row:
     instead: Response | None = None
     answer: Bend | None = None
     tracked: bool = False
-    #: Plays the exchange itself before it is sent: the reply, or None to send it.
-    serve: Callable[[Turn], Response | None] | None = None
+    #: Plays the exchange itself before it is sent: the reply, or None to send it; a
+    #: tracked row's may give another request to send instead.
+    serve: Callable[[Turn], Request | Response | None] | None = None
     watched: bool = False
 
 
@@ -261,6 +262,21 @@ def changed(change: Callable[[Json, Turn], Json | None]) -> Bend:
     return bend
 
 
+def retried(change: Callable[[Turn], Request | None],
+            took: Callable[[Response], bool] = lambda again: again.ok) -> Bend:
+    """The request as ``change`` makes it (None: the reply kept) sent again, and that reply
+    when ``took`` holds for it (by default: it succeeded), else the first one."""
+
+    def bend(reply: Response, turn: Turn) -> Response:
+        again = change(turn)
+        if again is None:
+            return reply
+        second = turn.upstream.send(again)
+        return second if took(second) else reply
+
+    return bend
+
+
 def noted(key: str, what: Callable[[Response, Turn], Iterable[Hashable]],
           then: Bend | None = None) -> Bend:
     """Adds ``what`` of each exchange it bends (of the reply and the turn; empty: nothing)
@@ -280,4 +296,3 @@ def recalled(key: str, item: Hashable, turn: Turn) -> bool:
     """``item`` was :func:`noted` under ``key`` in the row's memory."""
     with turn.lock:
         return item in turn.memory.get(key, set())
-

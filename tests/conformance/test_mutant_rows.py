@@ -15,6 +15,7 @@ from conformance.mutants.rows import (
     internal_error,
     noted,
     recalled,
+    retried,
     row_mutant,
     set_fields,
 )
@@ -170,3 +171,44 @@ def test_a_noted_item_is_recalled_by_later_exchanges_of_the_row() -> None:
     assert mutant.handle(post("artifacts/open", {"artifact": "p/b"}), upstream).status == 200
     assert mutant.handle(opened, upstream).status == 409
     assert len(upstream.sent) == 2
+
+
+def test_a_tracked_rows_serve_may_send_another_request_built_from_the_facts() -> None:
+    def newest_token(turn: Turn) -> Request | None:
+        with turn.lock:
+            newest = turn.t.newest.get("p/a")
+        sent = turn.request.json()
+        return None if newest is None else turn.request.with_json({**sent, "token": newest.token})
+
+    mutant = row_mutant(Row("writes-take-the-newest-token", "FENCE-2.a",
+                            "a write is sent with the artifact's newest token",
+                            On(("versions/write",)), serve=newest_token, tracked=True))()
+    opened = ok({"artifact": "p/a", "epoch": 2, "holder": "h", "token": "tk_new"})
+    mutant.handle(post("artifacts/open", {"artifact": "p/a"}), Recorder(opened))
+    upstream = Recorder(ok({"upload": "u", "files": []}))
+    mutant.handle(post("versions/write", {"artifact": "p/a", "token": "tk_old"}), upstream)
+    assert [r.json()["token"] for r in upstream.sent] == ["tk_new"]
+
+
+class Replies(Recorder):
+    """An upstream answering with ``replies`` in turn."""
+
+    def __init__(self, *replies: Response) -> None:
+        super().__init__(replies[0])
+        self.replies = list(replies)
+
+    def send(self, request: Request) -> Response:
+        self.reply = self.replies.pop(0)
+        return super().send(request)
+
+
+def test_a_retried_row_answers_the_retry_only_when_it_succeeds() -> None:
+    row = Row("open-retried-as-latest", "OPEN-3.a", "a refused open is retried as latest",
+              On(("artifacts/open",), replies=409),
+              answer=retried(lambda turn: turn.request.with_json({"resume": "latest"})))
+    refusal = Response.error(409, "has_checkpoints", "versions")
+    failed = Replies(refusal, Response.error(403, "forbidden", "no"))
+    assert play(row, post("artifacts/open", {"resume": None}), failed) is refusal
+    assert [r.json() for r in failed.sent] == [{"resume": None}, {"resume": "latest"}]
+    opened = Replies(refusal, ok({"epoch": 2}))
+    assert play(row, post("artifacts/open", {"resume": None}), opened).json() == {"epoch": 2}

@@ -1,7 +1,7 @@
 """Opens that are right in the common case and easy to get wrong in a rarer one: a forked
 artifact relaunched after its first own checkpoint, files declared out of name order. Each
 test here killed a subtle mutant
-(``conformance/mutants/m_open_placeless_and_forked.py``) the suite missed."""
+(``conformance/mutants/m_open.py`` and ``m_fork.py``) the suite missed."""
 
 from __future__ import annotations
 
