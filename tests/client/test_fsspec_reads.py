@@ -150,11 +150,21 @@ def test_sound_file_read_in_pieces_passes_its_sha256_check(data_server: FileServ
 
 
 @pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
+@pytest.mark.parametrize("cache", ["default", "smaller than the checkpoint"])
 def test_dcp_load_reads_at_most_1_02x_the_checkpoint_by_the_usage_meter(
-        o41_env: Emulator) -> None:
+        o41_env: Emulator, cache: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DCP asks for the tensors in key order (t0, t1, t10, t11, t2...), the file holds
+    them in the order they were saved: read in file order, a load that does not fit the
+    read file's cache still fetches each byte once."""
     torch = pytest.importorskip("torch", reason="torch is not installed (it is not a "
                                 "dependency of this project): the DCP load is not measured")
     import torch.distributed.checkpoint as dcp
+
+    if cache != "default":
+        monkeypatch.setattr(ReadFile, "DEFAULT_BLOCK_SIZE", MIB)
+        monkeypatch.setattr(readfile, "CACHE_BYTES", 2 * MIB)
+        monkeypatch.setattr(readfile, "MAX_AHEAD", 4 * MIB)
+        monkeypatch.setattr(readfile, "RUN", 2 * MIB)
 
     artifact = f"tests/dcp-{secrets.token_hex(4)}"
     gen = torch.Generator().manual_seed(7)
