@@ -202,7 +202,8 @@ def measure(work: Path, shards: int, size: int, rounds: int, log) -> Rates:
             rates.server = []
             rates.timed("load", "copy", total, lambda d=dst: verifying_copy(src, d / "copy", sums))
             rates.save["copy"] = rates.load["copy"]
-            rates.cpu[("save", "copy")] = rates.cpu[("load", "copy")]
+            rates.cpu[("save", "copy")] = rates.cpu[("load", "copy")]  # one copy, both rows
+            rates.split[("save", "copy")] = rates.split[("load", "copy")]
             o41_client(emu, src, dst / "client", 2 * turn, rates, total)
             o41_fsspec(emu, src, dst / "fsspec", 2 * turn, rates, total)
             boto3_moto(moto, src, dst / "boto3", sums, f"t{turn}", rates, total)

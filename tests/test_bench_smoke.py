@@ -30,6 +30,8 @@ FIGURES = [
     "DCP load 8 MiB o41://, 1 thread",
     "DCP load 8 MiB o41://, 4 threads",
     "DCP load 8 MiB o41://, bytes read",
+    "DCP save 8 MiB o41://, 2 ranks (rank 0's times)",
+    "DCP load 8 MiB o41://, 2 ranks (rank 0's times)",
     "versions/read urls=1, 16 clients",
     "open+write+commit, 8 clients, 1 node, PostgreSQL",
     "open+write+commit, 8 clients, 2 nodes, PostgreSQL",
@@ -57,7 +59,7 @@ def test_quick_bench_prints_every_row(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     rule = next(i for i, line in enumerate(lines) if line.startswith("-----"))
     rows = lines[rule + 1 : lines.index("notes:") if "notes:" in lines else None]
-    assert len(rows) == 32, done.stdout  # the DCP rows say 'skipped' without torch
+    assert len(rows) == 34, done.stdout  # the DCP rows say 'skipped' without torch
     for figure in FIGURES:
         assert any(row.startswith(figure) for row in rows), figure
     assert all(row.rstrip().endswith("not judged") for row in rows), rows

@@ -30,7 +30,7 @@ import logging
 import os
 import pickle
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from o41.paths import parse
@@ -39,7 +39,13 @@ from o41.writing import registry
 if TYPE_CHECKING:
     from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
     from torch.distributed.checkpoint.metadata import Metadata
-    from torch.distributed.checkpoint.planner import LoadPlan, LoadPlanner, SavePlan, SavePlanner
+    from torch.distributed.checkpoint.planner import (
+        LoadPlan,
+        LoadPlanner,
+        ReadItem,
+        SavePlan,
+        SavePlanner,
+    )
     from torch.distributed.checkpoint.storage import WriteResult
     from torch.futures import Future
 
@@ -181,6 +187,21 @@ def _mend_writer(cls: type[FsspecWriter]) -> None:
     cls.finish = finish_
 
 
+def _in_file_order(plan: LoadPlan, storage: Mapping[object, object]) -> LoadPlan:
+    """The plan's reads sorted by file and offset. DCP reads them in the plan's order, by
+    key: ``layers.10`` comes before ``layers.2``, while the file holds them in the order
+    they were saved, so a load jumps back and forth. A reader that moves forward is read
+    ahead in few large GETs and fetches each byte once; one that jumps outruns its cache
+    and fetches blocks again (1.5x the checkpoint's bytes, 54 GETs instead of 20, for 32
+    tensors named ``t0``..``t31``). Each read fills its own tensor, so the order is free."""
+
+    def where(item: ReadItem) -> tuple[str, int]:
+        info = storage.get(item.storage_index)  # DCP's _StorageInfo
+        return (str(getattr(info, "relative_path", "")), int(getattr(info, "offset", 0)))
+
+    return dataclasses.replace(plan, items=sorted(plan.items, key=where))
+
+
 def _mend_reader(cls: type[FsspecReader]) -> None:
     read_metadata, local_plan = cls.read_metadata, cls.prepare_local_plan
     global_plan, read_data = cls.prepare_global_plan, cls.read_data
@@ -225,6 +246,8 @@ def _mend_reader(cls: type[FsspecReader]) -> None:
             self.storage_data = metadata.storage_data
             fs.hold_latest(where.artifact, chosen)
             self._o41_version = chosen
+        if fs is not None:
+            plan = _in_file_order(plan, self.storage_data)
         return read_data(self, plan, planner)
 
     cls.read_metadata = read_metadata_

@@ -302,9 +302,12 @@ class O41FileSystem(AbstractFileSystem):
         outer = getattr(self._local, "put_batch", None) is None
         if outer:
             self._local.put_batch = set()
+            self._local.put_files = []
         batch: set[StepKey] = self._local.put_batch
         try:
             super().put(lpath, rpath, recursive=recursive, **kwargs)
+            if outer:  # every file of the call checked and named: now their bytes go
+                self.writer.put_local_many(self._local.put_files)
         except BaseException:
             if outer and not self._intrans:
                 for key in batch:
@@ -312,7 +315,7 @@ class O41FileSystem(AbstractFileSystem):
             raise
         finally:
             if outer:
-                self._local.put_batch = None
+                self._local.put_batch = self._local.put_files = None
         if outer and not self._intrans:
             for key in sorted(batch):
                 self.commit_step(key)
@@ -341,6 +344,10 @@ class O41FileSystem(AbstractFileSystem):
         key, name = self.write_target(rpath)
         if mode == "create" and self.exists(rpath):
             raise FileExistsError(rpath)
+        pending = getattr(self._local, "put_files", None)
+        if pending is not None and self._in_batch(key):
+            pending.append((key, name, lpath))  # sent with the rest of the put, side by side
+            return
         self.writer.put_local(key, name, lpath)
         if not self._in_batch(key):
             self.commit_step(key)

@@ -16,6 +16,12 @@ was read ahead, up to ``MAX_AHEAD`` bytes: a 256 MiB shard is a handful of large
 fifty small ones, each of which costs the server more than a MiB of ``sendfile`` does. A
 reader that stops has been sent at most the window it had earned.
 
+Each run is received into a buffer of a process-wide spare list (``_Slab``): a fresh 16 MiB
+buffer costs a page fault per 4 KiB on its first fill, more than receiving into it. A run's
+buffer goes back to the list once none of its blocks is held, waiting to be read, or
+waiting for the hash; a buffer whose blocks are not all accounted for (a file collected
+unclosed) is simply left to the collector.
+
 The sha256 of the file is computed as blocks arrive, in order, on a helper thread while the
 reader's caller works on the bytes (a block that arrives early
 is held until the hash reaches it, up to ``PENDING_BYTES``); once it has covered the file,
@@ -44,6 +50,41 @@ CACHE_BYTES = 64 * 1024 * 1024     # edge blocks kept once hashed
 PENDING_BYTES = 256 * 1024 * 1024  # blocks kept only because the hash has not reached them
 MAX_AHEAD = 64 * 1024 * 1024  # bytes read ahead of a reader that keeps moving forward
 RUN = 16 * 1024 * 1024  # read ahead in GETs of up to this many bytes (at least one block)
+SPARE_BYTES = 64 * 1024 * 1024  # run buffers kept for the process's next runs, at most
+
+
+class _Slab:
+    """The buffer of one read-ahead run, shared by its blocks. ``refs`` counts the block
+    references that are alive: waiting to be read, held in a file's cache, or queued for
+    the hash; at zero the buffer goes back to the spare list."""
+
+    __slots__ = ("buf", "refs")
+    _spare: list[bytearray] = []
+    _lock = threading.Lock()
+
+    def __init__(self, size: int, refs: int) -> None:
+        self.refs = refs
+        with self._lock:
+            found = next((i for i, b in enumerate(self._spare) if len(b) >= size), None)
+            buf = self._spare.pop(found) if found is not None else None
+        self.buf = buf if buf is not None else bytearray(max(size, RUN))
+
+    def hold(self) -> None:
+        with self._lock:
+            self.refs += 1
+
+    def release(self, count: int = 1) -> None:
+        with self._lock:
+            self.refs -= count
+            if self.refs == 0 and (sum(map(len, self._spare)) + len(self.buf)
+                                   <= SPARE_BYTES):
+                self._spare.append(self.buf)
+
+
+def _release_ahead(future: Future[tuple[_Slab, memoryview]]) -> None:
+    """A read-ahead block nobody will read: its reference to its run's buffer ends."""
+    if not future.cancelled() and future.exception() is None:
+        future.result()[0].release()
 
 
 class ReadingHost(Protocol):
@@ -67,13 +108,14 @@ class ReadFile(AbstractBufferedFile):
         kwargs.pop("cache_options", None)
         super().__init__(fs, path, mode="rb", size=entry.size, **kwargs)
         self._blocks: OrderedDict[int, memoryview] = OrderedDict()
+        self._slabs: dict[int, _Slab] = {}  # the run buffer a held block lies in
         self._held = 0
         self._sha: _BackgroundHash | None = _BackgroundHash() if entry.sha256 else None
         self._hashed = 0  # bytes [0, _hashed) are in the running sha256
         self._bad: IntegrityError | None = None
         self._mutex = threading.Lock()
         # blocks asked for ahead of reads: the run's future and the block's offset in it
-        self._ahead: dict[int, tuple[Future[memoryview], int]] = {}
+        self._ahead: dict[int, tuple[Future[tuple[_Slab, memoryview]], int]] = {}
         self._far = 0  # the furthest byte read so far: reads moving past it read ahead
         self._window = 2  # blocks to hold ahead of the furthest read; doubles on each hit
 
@@ -107,10 +149,11 @@ class ReadFile(AbstractBufferedFile):
         if self._sha is not None:
             self._sha.stop()
         for ahead, _ in self._ahead.values():
-            ahead.cancel()
+            if not ahead.cancel():
+                ahead.add_done_callback(_release_ahead)
         self._ahead.clear()
-        self._blocks.clear()
-        self._held = 0
+        for index in list(self._blocks):
+            self._drop(index)
 
     def _check_readable(self) -> None:
         if self.closed:
@@ -140,16 +183,18 @@ class ReadFile(AbstractBufferedFile):
         end = pos + len(view)
         first, last = pos // bs, (end - 1) // bs
         fresh: dict[int, memoryview] = {}          # blocks new to the cache: landed, fetched
+        slabs: dict[int, _Slab] = {}               # the run buffers landed blocks lie in
         hit = False
         for index in range(first, last + 1):
             ahead = self._ahead.pop(index, None)
             if ahead is not None:
                 future, at = ahead
                 try:
-                    run = future.result()
+                    slab, run = future.result()
                 except Exception:  # asked again below, with retries and re-signing
                     continue
                 fresh[index] = run[at:at + min(bs, size - index * bs)]
+                slabs[index] = slab  # its reference moves to the cache below
                 hit = True
         if hit:
             self._window = min(2 * self._window, max(1, MAX_AHEAD // bs))
@@ -183,7 +228,7 @@ class ReadFile(AbstractBufferedFile):
                 a, b = max(pos, lo), min(end, lo + len(block))
                 view[a - pos:b - pos] = block[a - lo:b - lo]
         for index, block in fresh.items():
-            self._keep(index, block)
+            self._keep(index, block, slabs.get(index))
         self._advance_hash(direct)
         if end > self._far:
             self._far = end
@@ -211,12 +256,19 @@ class ReadFile(AbstractBufferedFile):
             for index in run:
                 self._ahead[index] = (future, (index - run[0]) * bs)
 
-    def _fetch_run(self, first: int, stop: int) -> memoryview:
-        """Blocks ``[first, stop)`` in one buffer, by one GET (a pool thread's)."""
+    def _fetch_run(self, first: int, stop: int) -> tuple[_Slab, memoryview]:
+        """Blocks ``[first, stop)`` in one run buffer, by one GET (a pool thread's); the
+        buffer counts one reference per block."""
         lo = first * self.blocksize
-        run = memoryview(bytearray(min(self.size, stop * self.blocksize) - lo))
-        fill(self.entry, [(lo, run)], workers=1)
-        return run
+        n = min(self.size, stop * self.blocksize) - lo
+        slab = _Slab(n, refs=stop - first)
+        run = memoryview(slab.buf)[:n]
+        try:
+            fill(self.entry, [(lo, run)], workers=1)
+        except BaseException:
+            slab.release(stop - first)  # nothing else saw it
+            raise
+        return slab, run
 
     def _get(self, segments: list[tuple[int, memoryview]]) -> None:
         try:
@@ -229,8 +281,12 @@ class ReadFile(AbstractBufferedFile):
         self.entry = next(e for e in found.files if e.name == self.entry.name)
         fill(self.entry, segments, workers=self.fs.workers)
 
-    def _keep(self, index: int, block: memoryview) -> None:
+    def _keep(self, index: int, block: memoryview, slab: _Slab | None = None) -> None:
+        if index in self._blocks:
+            self._drop(index)
         self._blocks[index] = block
+        if slab is not None:
+            self._slabs[index] = slab
         self._held += len(block)
         # Hashed blocks go first, least recently used first; a block the hash still needs
         # goes only past PENDING_BYTES, and then the file cannot be checked whole.
@@ -253,6 +309,9 @@ class ReadFile(AbstractBufferedFile):
 
     def _drop(self, index: int) -> None:
         self._held -= len(self._blocks.pop(index))
+        slab = self._slabs.pop(index, None)
+        if slab is not None:
+            slab.release()
 
     def _advance_hash(self, direct: dict[int, memoryview]) -> None:
         """Hash every block now at hand from the hash frontier on; check at the end."""
@@ -262,12 +321,16 @@ class ReadFile(AbstractBufferedFile):
         while self._hashed < self.size:
             index = self._hashed // bs
             block = direct.get(index)
-            if block is None:
-                block = self._blocks.get(index)
-            if block is None:
+            if block is not None:
+                # a block of the caller's buffer is copied: the caller may change it once back
+                self._sha.update(bytes(block), None)
+            elif (block := self._blocks.get(index)) is not None:
+                slab = self._slabs.get(index)
+                if slab is not None:
+                    slab.hold()  # the hash's own reference: its buffer stays until hashed
+                self._sha.update(block, slab)
+            else:
                 break
-            # a block of the caller's buffer is copied: the caller may change it once back
-            self._sha.update(bytes(block) if index in direct else block)
             self._hashed += len(block)
         for index, block in direct.items():  # received early: held until the hash is here
             if index * bs >= self._hashed:
@@ -286,15 +349,17 @@ class _BackgroundHash:
 
     def __init__(self) -> None:
         self.sha = hashlib.sha256()
-        self.queue: queue.SimpleQueue[memoryview | bytes | None] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[tuple[memoryview | bytes, _Slab | None] | None] = (
+            queue.SimpleQueue())
         self.thread: threading.Thread | None = None
 
-    def update(self, data: memoryview | bytes) -> None:
+    def update(self, data: memoryview | bytes, slab: _Slab | None) -> None:
+        """Hash ``data`` after what was given before; ``slab``'s reference ends once it is."""
         if self.thread is None:
             self.thread = threading.Thread(target=self._run, name="o41-read-sha256",
                                            daemon=True)
             self.thread.start()
-        self.queue.put(data)
+        self.queue.put((data, slab))
 
     def hexdigest(self) -> str:
         """The digest of everything given, once hashed."""
@@ -307,8 +372,12 @@ class _BackgroundHash:
         self.queue.put(None)
 
     def _run(self) -> None:
-        while (data := self.queue.get()) is not None:
+        while (item := self.queue.get()) is not None:
+            data, slab = item
             self.sha.update(data)
+            del data, item
+            if slab is not None:
+                slab.release()
 
 
 __all__ = ["CACHE_BYTES", "PENDING_BYTES", "ReadFile"]

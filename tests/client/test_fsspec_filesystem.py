@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import fsspec
 import pytest
+import requests
 
 import o41
 from o41.fs.filesystem import O41FileSystem
@@ -100,6 +101,26 @@ def test_put_directory_is_one_version(served_emulator: Emulator, o41_location: s
     fs.get(f"{o41_location}/latest/", f"{out}/", recursive=True)
     assert (out / "a.bin").read_bytes() == b"a" * 2_000_000
     assert (out / "sub" / "b.bin").read_bytes() == b"b"
+
+
+def test_put_with_a_refused_target_sends_no_byte_of_the_others(
+        served_emulator: Emulator, o41_location: str, tmp_path: Path) -> None:
+    """Every file of a put is checked and named before any of them is sent: a target
+    outside the layout (a file written into ``latest``) is refused before the artifact is
+    even opened (it used to come after the files before it were sent)."""
+    for name in ("a.bin", "b.bin"):
+        (tmp_path / name).write_bytes(os.urandom(300_000))
+    fs = make_fs(served_emulator)
+    with pytest.raises(o41.ConfigError, match="files are written into a version"):
+        fs.put([str(tmp_path / "a.bin"), str(tmp_path / "b.bin")],
+               [f"{o41_location}/step-00000001/a.bin", f"{o41_location}/latest/b.bin"])
+    artifact = o41_location.removeprefix("o41://")
+    reply = requests.get(f"{served_emulator.api}/usage/read", params={"artifact": artifact},
+                         headers={"Authorization": f"Bearer {served_emulator.key}"},
+                         timeout=30)
+    # refused before the open: the artifact does not exist, so no byte was metered into it
+    assert (reply.status_code, reply.json()["error"]["code"]) == (404, "not_found")
+    assert versions(fs, o41_location) == []
 
 
 def test_dcp_style_metadata_renamed_last_commits_the_step(served_emulator: Emulator,

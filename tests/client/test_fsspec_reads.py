@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from o41 import FileEntry, IntegrityError
+from o41.fs import readfile
 from o41.fs.readfile import ReadFile
 from o41.models import Version
 from tests.support.client_helpers import blob
@@ -29,11 +30,11 @@ pytest_plugins = ["tests.support.client_fixtures"]
 MIB = 1024 * 1024
 
 
-def open_served(server: FileServer, data: bytes, block: int = MIB) -> ReadFile:
+def open_served(server: FileServer, data: bytes, block: int = MIB,
+                name: str = "f.bin") -> ReadFile:
     """A read file over the file server's copy of ``data``, with ``block``-byte blocks."""
-    server.files["f.bin"] = data
-    entry = FileEntry("f.bin", len(data), hashlib.sha256(data).hexdigest(),
-                      server.url("f.bin"))
+    server.files[name] = data
+    entry = FileEntry(name, len(data), hashlib.sha256(data).hexdigest(), server.url(name))
     version = Version("t/run", "step-00000001", 1, len(data), files=(entry,))
     fs = SimpleNamespace(workers=4)  # what a read file asks of its filesystem
     return ReadFile(fs, "t/run/step-00000001/f.bin", version, entry,  # type: ignore[arg-type]
@@ -98,6 +99,25 @@ def test_a_reader_that_stops_was_sent_at_most_the_window_it_earned(
     assert 3 * MIB <= data_server.served <= 11 * MIB
 
 
+def test_files_read_side_by_side_reuse_run_buffers_and_keep_their_own_bytes(
+        data_server: FileServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read-ahead buffers go back to one process-wide list as their blocks leave a file's
+    cache and its hash: with a cache of two blocks they are reused mid-file, by the other
+    file, while each file's hash is still catching up."""
+    monkeypatch.setattr(readfile, "CACHE_BYTES", 2 * MIB)
+    data = {"a.bin": blob(40 * MIB + 3, seed=1), "b.bin": blob(36 * MIB + 11, seed=2)}
+    for turn in range(2):  # the second turn starts with the buffers the first left
+        files = {name: open_served(data_server, d, name=name) for name, d in data.items()}
+        got: dict[str, bytearray] = {name: bytearray() for name in data}
+        while any(len(got[n]) < len(d) for n, d in data.items()):
+            for name, f in files.items():
+                got[name] += f.read(MIB // 2 + 17 * turn)
+        for name, f in files.items():
+            assert got[name] == data[name]
+            assert f._bad is None and f._sha is None  # the whole file hashed, and sound
+            f.close()
+
+
 def test_whole_file_read_of_corrupt_bytes_raises_integrity_error(
         data_server: FileServer) -> None:
     data = blob(3 * MIB + 7)
@@ -130,11 +150,21 @@ def test_sound_file_read_in_pieces_passes_its_sha256_check(data_server: FileServ
 
 
 @pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
+@pytest.mark.parametrize("cache", ["default", "smaller than the checkpoint"])
 def test_dcp_load_reads_at_most_1_02x_the_checkpoint_by_the_usage_meter(
-        o41_env: Emulator) -> None:
+        o41_env: Emulator, cache: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DCP asks for the tensors in key order (t0, t1, t10, t11, t2...), the file holds
+    them in the order they were saved: read in file order, a load that does not fit the
+    read file's cache still fetches each byte once."""
     torch = pytest.importorskip("torch", reason="torch is not installed (it is not a "
                                 "dependency of this project): the DCP load is not measured")
     import torch.distributed.checkpoint as dcp
+
+    if cache != "default":
+        monkeypatch.setattr(ReadFile, "DEFAULT_BLOCK_SIZE", MIB)
+        monkeypatch.setattr(readfile, "CACHE_BYTES", 2 * MIB)
+        monkeypatch.setattr(readfile, "MAX_AHEAD", 4 * MIB)
+        monkeypatch.setattr(readfile, "RUN", 2 * MIB)
 
     artifact = f"tests/dcp-{secrets.token_hex(4)}"
     gen = torch.Generator().manual_seed(7)
