@@ -237,7 +237,9 @@ def bounded_request(
             resp.close()
             return resp
     except Exception as exc:
-        if watch.fired or isinstance(exc, _Fired):
+        # The read timeout equals the deadline and starts later, so when the watchdog thread
+        # is slow to run (a busy machine) the read times out first: that is the deadline too.
+        if watch.fired or isinstance(exc, _Fired) or time.monotonic() >= watch.deadline:
             if resp is not None:
                 resp.close()
             raise RequestDeadline(

@@ -38,7 +38,7 @@ def committed(emu: Emulator, location: str) -> dict[int, list[str]]:
     return found
 
 
-def wait_for(what: Callable[[], object], seconds: float = 30.0) -> object:
+def wait_for(what: Callable[[], object], seconds: float = 120.0) -> object:
     """Poll until ``what()`` is truthy (a condition, not a timing: no bound is asserted)."""
     deadline = time.monotonic() + seconds
     while not (value := what()):

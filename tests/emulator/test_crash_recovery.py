@@ -90,7 +90,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_commit(tmp_path, artifac
     short = tmp_path / "short.toml"
     short.write_text("upload_lifetime = 1\n")
     partials = os.path.join(data_dir, "buckets", ".partial")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a hang guard: they age in 1.5 s
     while any(os.stat(os.path.join(partials, name)).st_mtime > time.time() - 1.5
               for name in os.listdir(partials)):
         assert time.monotonic() < deadline
