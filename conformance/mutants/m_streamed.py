@@ -295,7 +295,7 @@ def _declared_total(data: Json, turn: Turn) -> None:
                                                  data.get("version"))] = total
 
 
-def _declared_size(version: Json, turn: Turn) -> Json:
+def _with_declared_size(version: Json, turn: Turn) -> Json:
     with turn.lock:
         size = turn.memory.get("sizes", {}).get((version.get("artifact"),
                                                  version.get("version")))
@@ -550,7 +550,7 @@ rows(
     # Sizes summed from those declared at write time; the files' own entries are right.
     Row("ver-version-size-leaves-out-streamed-files", "VER-6.a",
         "a Version's size is the sum of its declared files only, not its streamed ones",
-        On(replies="any"), answer=noted_then_shown(_declared_total, _declared_size),
+        On(replies="any"), answer=noted_then_shown(_declared_total, _with_declared_size),
         tracked=True),
     # --- VER-6.b
     Row("ver-streamed-put-again-keeps-the-first-bytes", "VER-6.b",
