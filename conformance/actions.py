@@ -9,15 +9,18 @@ import hashlib
 import random
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conformance.client import Client, Reply
 from conformance.model import FileSpec, Place
 from conformance.rules import RuleViolation, check
+
+if TYPE_CHECKING:
+    from conformance.env import Env
 
 __all__ = [
     "Box",
@@ -226,6 +229,21 @@ def commit_ok(
     """Checkpoint ``version`` from ``box``; a violation of ``rule`` unless it commits."""
     reply = checkpoint(api, box.artifact, box.token, version, files)
     return expect_ok(reply, rule, f"checkpoint {version} by {box.holder}")
+
+
+def a_version_in_each_cloud(
+    env: Env, api: Client, slug: str, sizes: Mapping[str, int], seed: int, rule: str
+) -> Iterator[tuple[str, Place, str]]:
+    """For each cloud in turn, a new artifact ``{slug}-{cloud}`` holding ``step-00000001``,
+    committed from the cloud's default location: yields (cloud, that location, artifact)."""
+    topo = env.topology
+    for cloud in topo.clouds:
+        home = topo.default_for(cloud)
+        assert home is not None
+        name = env.artifact(f"{slug}-{cloud}")
+        commit_ok(api, open_box(api, name, "box-a", home), "step-00000001",
+                  make_files(sizes, seed), rule)
+        yield cloud, home, name
 
 
 def expect_outcome(

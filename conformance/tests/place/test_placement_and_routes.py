@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import (
+    Box,
     commit_ok,
     download,
     expect_ok,
@@ -29,6 +30,13 @@ def _names_fallback(warnings: list, fallback: Place) -> bool:
     return any(fallback.cloud in w and fallback.region in w for w in map(str, warnings))
 
 
+def _expect_committed_at(api: Client, box: Box, where: Place | None, rule: str) -> None:
+    """``step-00000001`` committed from ``box`` is stored at ``where`` (``rule``)."""
+    version = commit_ok(api, box, "step-00000001", make_files({"m": 10}), rule=rule)
+    check_equal(Place.from_json(version.get("location")), where, rule,
+                "location of the committed version")
+
+
 @pytest.mark.rule("PLACE-1.a")
 def test_write_goes_local_when_place_has_location(o41_env: Env, o41_api: Client) -> None:
     for place in o41_env.topology.locations:
@@ -39,13 +47,7 @@ def test_write_goes_local_when_place_has_location(o41_env: Env, o41_api: Client)
             "PLACE-1",
             f"write_location of a box at {place}",
         )
-        version = commit_ok(o41_api, a, "step-00000001", make_files({"m": 10}), rule="PLACE-1")
-        check_equal(
-            Place.from_json(version.get("location")),
-            place,
-            "PLACE-1",
-            "location of the committed version",
-        )
+        _expect_committed_at(o41_api, a, place, "PLACE-1")
 
 
 @pytest.mark.rule("PLACE-2.a", "PLACE-2.b")
@@ -62,13 +64,7 @@ def test_write_goes_to_cloud_default_when_region_has_none(o41_env: Env, o41_api:
             f"write_location of a box at {place}",
         )
         check(a.opened.get("warnings"), "PLACE-2", f"no warning for a box at {place}")
-        version = commit_ok(o41_api, a, "step-00000001", make_files({"m": 10}), rule="PLACE-2")
-        check_equal(
-            Place.from_json(version.get("location")),
-            default,
-            "PLACE-2",
-            "location of the committed version",
-        )
+        _expect_committed_at(o41_api, a, default, "PLACE-2")
 
 
 @pytest.mark.rule("PLACE-3.a", "PLACE-3.b")
@@ -90,13 +86,7 @@ def test_write_goes_to_fallback_when_cloud_has_none(
         "PLACE-3",
         f"no warning naming {fallback}: {a.opened.get('warnings')}",
     )
-    version = commit_ok(o41_api, a, "step-00000001", make_files({"m": 10}), rule="PLACE-3")
-    check_equal(
-        Place.from_json(version.get("location")),
-        fallback,
-        "PLACE-3",
-        "location of the committed version",
-    )
+    _expect_committed_at(o41_api, a, fallback, "PLACE-3")
 
 
 @pytest.mark.rule("PLACE-1.a", "PLACE-2.a", "PLACE-3.a")
