@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conformance.client import Client, Reply
-from conformance.model import FileSpec, Place
-from conformance.rules import RuleViolation, check
+from conformance.model import FileSpec, Place, Placement
+from conformance.rules import RuleViolation, check, check_equal
 
 if TYPE_CHECKING:
     from conformance.env import Env
@@ -244,6 +244,17 @@ def a_version_in_each_cloud(
         commit_ok(api, open_box(api, name, "box-a", home), "step-00000001",
                   make_files(sizes, seed), rule)
         yield cloud, home, name
+
+
+def expect_write_placed(
+    reply: Reply, want: Placement, rule: str, what: str, placed_what: str
+) -> dict[str, Any]:
+    """A write's answer: a success (``what``) whose location and route are ``want``'s
+    (``placed_what``); its body."""
+    body = expect_ok(reply, rule, what)
+    check_equal((Place.from_json(body.get("location")), body.get("route")),
+                (want.location, want.route), rule, placed_what)
+    return body
 
 
 def expect_outcome(

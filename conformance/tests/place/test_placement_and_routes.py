@@ -9,6 +9,7 @@ from conformance.actions import (
     commit_ok,
     download,
     expect_ok,
+    expect_write_placed,
     file_specs,
     make_files,
     open_box,
@@ -102,13 +103,8 @@ def test_write_response_reports_location_and_route(o41_env: Env, o41_api: Client
         want = topo.placement(place)
         specs = [f.as_json() for f in file_specs(make_files({"m": 1}))]
         reply = o41_api.write(a.artifact, a.token, "step-00000001", specs)
-        body = expect_ok(reply, rule, f"write from {place}")
-        check_equal(
-            (Place.from_json(body.get("location")), body.get("route")),
-            (want.location, want.route),
-            rule,
-            f"write response from {place}",
-        )
+        expect_write_placed(reply, want, rule, f"write from {place}",
+                            f"write response from {place}")
 
 
 @pytest.mark.rule("PLACE-4.a")
