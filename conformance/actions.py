@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conformance.client import Client, Reply
-from conformance.model import FileSpec, Place, Placement
+from conformance.model import FileSpec, Place, Placement, Topology
 from conformance.rules import RuleViolation, check, check_equal
 
 if TYPE_CHECKING:
@@ -420,3 +420,13 @@ def names_just_outside(env: Any, salt: str) -> list[str]:
         for n in dict.fromkeys(candidates)
         if _ARTIFACT_NAME.fullmatch(n) and not n.startswith(inside)
     ]
+
+
+def two_clouds(env: Env) -> Topology:
+    """The target's topology; a skip when all its locations are in one cloud."""
+    topo = env.topology
+    if len(topo.clouds) < 2:
+        import pytest
+
+        pytest.skip("the target has locations in one cloud only")
+    return topo

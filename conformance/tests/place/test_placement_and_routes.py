@@ -13,6 +13,7 @@ from conformance.actions import (
     file_specs,
     make_files,
     open_box,
+    two_clouds,
 )
 from conformance.client import Client
 from conformance.env import Env
@@ -159,9 +160,7 @@ def test_read_cross_cloud_matches_reader_place(o41_env: Env, o41_api: Client) ->
 
 @pytest.mark.rule("XC-1.a", "XC-1.b", "OPEN-2.b")
 def test_open_resume_marked_cross_cloud_after_hop(o41_env: Env, o41_api: Client) -> None:
-    topo = o41_env.topology
-    if len(topo.clouds) < 2:
-        pytest.skip("the target has locations in one cloud only")
+    topo = two_clouds(o41_env)
     home = topo.locations[0]
     away = next(p for p in topo.locations if p.cloud != home.cloud)
     a = open_box(o41_api, o41_env.artifact("hop"), "box-a", home)
