@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conformance.client import Client, Reply
-from conformance.model import FileSpec, Place, Placement, Topology
+from conformance.model import UNKNOWN_PLACE, FileSpec, Place, Placement, Topology
 from conformance.rules import RuleViolation, check, check_equal
 
 if TYPE_CHECKING:
@@ -430,3 +430,12 @@ def two_clouds(env: Env) -> Topology:
 
         pytest.skip("the target has locations in one cloud only")
     return topo
+
+
+def a_box_and_a_reader_elsewhere(env: Env, api: Client, slug: str) -> tuple[Place, Place, Box]:
+    """A new artifact opened at the target's first location: that location, a reader in
+    another cloud (an unknown place when there is none), and the box."""
+    topo = env.topology
+    home = topo.locations[0]
+    reader = next((p for p in topo.locations if p.cloud != home.cloud), UNKNOWN_PLACE)
+    return home, reader, open_box(api, env.artifact(slug), "box-a", home)
