@@ -439,3 +439,8 @@ def a_box_and_a_reader_elsewhere(env: Env, api: Client, slug: str) -> tuple[Plac
     home = topo.locations[0]
     reader = next((p for p in topo.locations if p.cloud != home.cloud), UNKNOWN_PLACE)
     return home, reader, open_box(api, env.artifact(slug), "box-a", home)
+
+
+def expect_resumes(box: Box, version: str, clause: str, what: str) -> None:
+    """The open that made ``box`` resumes ``version``."""
+    check_equal((box.opened.get("resume_from") or {}).get("version"), version, clause, what)
