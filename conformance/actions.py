@@ -9,15 +9,18 @@ import hashlib
 import random
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conformance.client import Client, Reply
-from conformance.model import FileSpec, Place
-from conformance.rules import RuleViolation, check
+from conformance.model import UNKNOWN_PLACE, FileSpec, Place, Placement, Topology
+from conformance.rules import RuleViolation, check, check_equal
+
+if TYPE_CHECKING:
+    from conformance.env import Env
 
 __all__ = [
     "Box",
@@ -228,6 +231,32 @@ def commit_ok(
     return expect_ok(reply, rule, f"checkpoint {version} by {box.holder}")
 
 
+def a_version_in_each_cloud(
+    env: Env, api: Client, slug: str, sizes: Mapping[str, int], seed: int, rule: str
+) -> Iterator[tuple[str, Place, str]]:
+    """For each cloud in turn, a new artifact ``{slug}-{cloud}`` holding ``step-00000001``,
+    committed from the cloud's default location: yields (cloud, that location, artifact)."""
+    topo = env.topology
+    for cloud in topo.clouds:
+        home = topo.default_for(cloud)
+        assert home is not None
+        name = env.artifact(f"{slug}-{cloud}")
+        commit_ok(api, open_box(api, name, "box-a", home), "step-00000001",
+                  make_files(sizes, seed), rule)
+        yield cloud, home, name
+
+
+def expect_write_placed(
+    reply: Reply, want: Placement, rule: str, what: str, placed_what: str
+) -> dict[str, Any]:
+    """A write's answer: a success (``what``) whose location and route are ``want``'s
+    (``placed_what``); its body."""
+    body = expect_ok(reply, rule, what)
+    check_equal((Place.from_json(body.get("location")), body.get("route")),
+                (want.location, want.route), rule, placed_what)
+    return body
+
+
 def expect_outcome(
     reply: Reply, expected: tuple[int, str, str] | None, ok_rule: str, what: str
 ) -> dict[str, Any] | None:
@@ -391,3 +420,27 @@ def names_just_outside(env: Any, salt: str) -> list[str]:
         for n in dict.fromkeys(candidates)
         if _ARTIFACT_NAME.fullmatch(n) and not n.startswith(inside)
     ]
+
+
+def two_clouds(env: Env) -> Topology:
+    """The target's topology; a skip when all its locations are in one cloud."""
+    topo = env.topology
+    if len(topo.clouds) < 2:
+        import pytest
+
+        pytest.skip("the target has locations in one cloud only")
+    return topo
+
+
+def a_box_and_a_reader_elsewhere(env: Env, api: Client, slug: str) -> tuple[Place, Place, Box]:
+    """A new artifact opened at the target's first location: that location, a reader in
+    another cloud (an unknown place when there is none), and the box."""
+    topo = env.topology
+    home = topo.locations[0]
+    reader = next((p for p in topo.locations if p.cloud != home.cloud), UNKNOWN_PLACE)
+    return home, reader, open_box(api, env.artifact(slug), "box-a", home)
+
+
+def expect_resumes(box: Box, version: str, clause: str, what: str) -> None:
+    """The open that made ``box`` resumes ``version``."""
+    check_equal((box.opened.get("resume_from") or {}).get("version"), version, clause, what)

@@ -227,14 +227,20 @@ def check_version(
         check(all(f.get("url") for f in got["files"]), rule, f"{want.name} is not signed")
 
 
+def small_files(most_bytes: int, most_files: int) -> st.SearchStrategy[Files]:
+    """Checkpoints of 1 to ``most_files`` of the usual names, each of at most ``most_bytes``."""
+    return st.builds(
+        Files,
+        st.lists(
+            st.tuples(st.sampled_from(["model.pt", "optim.pt", "meta.json"]),
+                      st.integers(0, most_bytes)),
+            min_size=1,
+            max_size=most_files,
+            unique_by=lambda t: t[0],
+        ).map(tuple),
+        st.integers(0, 2**16),
+    )
+
+
 #: Small checkpoints for the moves that test refusals, not transfer sizes (kept fast).
-SMALL_FILES = st.builds(
-    Files,
-    st.lists(
-        st.tuples(st.sampled_from(["model.pt", "optim.pt", "meta.json"]), st.integers(0, 2048)),
-        min_size=1,
-        max_size=3,
-        unique_by=lambda t: t[0],
-    ).map(tuple),
-    st.integers(0, 2**16),
-)
+SMALL_FILES = small_files(2048, 3)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, multiple, rule
 
 from conformance.actions import expect_error, expect_ok, file_specs, sha256
-from conformance.machine_parts import RULE_OF_KIND, Files, MBox, Pending
+from conformance.machine_parts import RULE_OF_KIND, Files, MBox, Pending, small_files
 from conformance.model import Place, parse_step, version_name
 from conformance.rules import check, check_equal
 from conformance.uploads import expect_put_answer
@@ -32,16 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["StreamMoves"]
 
 #: Small files: these moves test how an upload is assembled, not transfer sizes.
-STAGED_FILES = st.builds(
-    Files,
-    st.lists(
-        st.tuples(st.sampled_from(["model.pt", "optim.pt", "meta.json"]), st.integers(0, 4096)),
-        min_size=1,
-        max_size=2,
-        unique_by=lambda t: t[0],
-    ).map(tuple),
-    st.integers(0, 2**16),
-)
+STAGED_FILES = small_files(4096, 2)
 #: How a write declares its files: all with size and sha256, all by name alone, or half each.
 MODES = st.sampled_from(["declared", "streamed", "mixed"])
 #: A commit list that is wrong (VER-6.c: 409 incomplete; VER-6.d: 400), tried before the

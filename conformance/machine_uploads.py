@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, multiple, precondition, rule
 
-from conformance.actions import expect_error, expect_ok, file_specs
+from conformance.actions import expect_error, expect_ok, expect_write_placed, file_specs
 from conformance.machine_parts import (
     ALIASES,
     FILES,
@@ -88,13 +88,8 @@ class UploadMoves:
             return None
         placement = self.env.topology.placement(box.place)
         rule = RULE_OF_KIND[placement.kind]
-        body = expect_ok(reply, rule, f"write of {version} by {box.label}")
-        check_equal(
-            (Place.from_json(body.get("location")), body.get("route")),
-            (placement.location, placement.route),
-            rule,
-            f"write from {box.place}",
-        )
+        body = expect_write_placed(reply, placement, rule, f"write of {version} by {box.label}",
+                                   f"write from {box.place}")
         urls = {f["name"]: f["url"] for f in body.get("files", [])}
         data = files.data()
         for name, blob in data.items():

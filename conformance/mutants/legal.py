@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from conformance.mutants.base import Mutant, Request, Response, Upstream
 from conformance.mutants.legal_base import LEGAL, legal, walk
 
-__all__ = ["LEGAL", "Chain", "JsonVariant", "legal", "make_variant", "walk"]
+__all__ = ["LEGAL", "Chain", "JsonVariant", "WalkedVariant", "legal", "make_variant", "walk"]
 
 #: JSON keys whose object values are maps of data (route or cloud names), not records:
 #: a field added there would be a new route or price, not an extra field.
@@ -51,6 +51,16 @@ class JsonVariant(Mutant):
         return resp.with_json(body)
 
 
+class WalkedVariant(JsonVariant):
+    """Rewrites every node of an API reply's JSON, bottom-up, with :meth:`node`."""
+
+    def change(self, request: Request, resp: Response, body: Any) -> Any:
+        return walk(body, self.node)
+
+    def node(self, key: str | None, node: Any) -> Any:
+        return node
+
+
 # --- wording and shape of JSON ------------------------------------------------------------
 
 
@@ -70,18 +80,15 @@ class ErrorsReworded(JsonVariant):
 
 
 @legal
-class ExtraFields(JsonVariant):
+class ExtraFields(WalkedVariant):
     name = "extra-fields"
     clause = "-"
     summary = "every JSON record in a reply carries extra fields (never inside routes/prices)"
 
-    def change(self, request, resp, body):  # noqa: ANN001, ANN201
-        def add(key: str | None, node: Any) -> Any:
-            if isinstance(node, dict) and key not in DATA_MAPS:
-                return {**node, "x_extra": {"note": "ignored by clients"}, "kind_v": 2}
-            return node
-
-        return walk(body, add)
+    def node(self, key: str | None, node: Any) -> Any:
+        if isinstance(node, dict) and key not in DATA_MAPS:
+            return {**node, "x_extra": {"note": "ignored by clients"}, "kind_v": 2}
+        return node
 
 
 @legal
@@ -98,19 +105,16 @@ class KeysReordered(JsonVariant):
 
 
 @legal
-class RowsReordered(JsonVariant):
+class RowsReordered(WalkedVariant):
     name = "rows-reordered"
     clause = "-"
     summary = "files, transfers, placements and warnings lists in reverse order"
 
-    def change(self, request, resp, body):  # noqa: ANN001, ANN201
-        def flip(key: str | None, node: Any) -> Any:
-            if key in ("files", "transfers", "placements", "warnings") \
-                    and isinstance(node, list):
-                return node[::-1]
-            return node
-
-        return walk(body, flip)
+    def node(self, key: str | None, node: Any) -> Any:
+        if key in ("files", "transfers", "placements", "warnings") \
+                and isinstance(node, list):
+            return node[::-1]
+        return node
 
 
 def _retime(value: Any) -> Any:
@@ -122,35 +126,29 @@ def _retime(value: Any) -> Any:
 
 
 @legal
-class TimesReformatted(JsonVariant):
+class TimesReformatted(WalkedVariant):
     name = "times-reformatted"
     clause = "-"
     summary = "created_at and expiry times as ISO 8601 with microseconds and +00:00"
 
-    def change(self, request, resp, body):  # noqa: ANN001, ANN201
-        def fix(key: str | None, node: Any) -> Any:
-            if isinstance(node, dict):
-                return {k: _retime(v) if k in TIME_KEYS and isinstance(v, str) else v
-                        for k, v in node.items()}
-            return node
-
-        return walk(body, fix)
+    def node(self, key: str | None, node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: _retime(v) if k in TIME_KEYS and isinstance(v, str) else v
+                    for k, v in node.items()}
+        return node
 
 
 @legal
-class EpochJumps(JsonVariant):
+class EpochJumps(WalkedVariant):
     name = "epoch-jumps"
     clause = "-"
     summary = "epochs reported as 7*e + 3: still greater than every earlier epoch"
 
-    def change(self, request, resp, body):  # noqa: ANN001, ANN201
-        def fix(key: str | None, node: Any) -> Any:
-            if isinstance(node, dict) and isinstance(node.get("epoch"), int) \
-                    and not isinstance(node.get("epoch"), bool):
-                return {**node, "epoch": node["epoch"] * 7 + 3}
-            return node
-
-        return walk(body, fix)
+    def node(self, key: str | None, node: Any) -> Any:
+        if isinstance(node, dict) and isinstance(node.get("epoch"), int) \
+                and not isinstance(node.get("epoch"), bool):
+            return {**node, "epoch": node["epoch"] * 7 + 3}
+        return node
 
 
 @legal
@@ -237,7 +235,7 @@ class PricesOtherShape(JsonVariant):
 
 
 @legal
-class EmptyQueryParts(JsonVariant):
+class EmptyQueryParts(WalkedVariant):
     """Signed URLs carry query parts without a value (``place=``, ``trace``), which say
     nothing: the variant drops them again before the implementation sees the URL, so a URL
     with or without them serves the same bytes."""
@@ -251,13 +249,10 @@ class EmptyQueryParts(JsonVariant):
             request = replace(request, query=tuple((k, v) for k, v in request.query if v))
         return super().handle(request, upstream)
 
-    def change(self, request, resp, body):  # noqa: ANN001, ANN201
-        def add(key: str | None, node: Any) -> Any:
-            if key == "url" and isinstance(node, str):
-                return node + ("&" if "?" in node else "?") + "place=&trace"
-            return node
-
-        return walk(body, add)
+    def node(self, key: str | None, node: Any) -> Any:
+        if key == "url" and isinstance(node, str):
+            return node + ("&" if "?" in node else "?") + "place=&trace"
+        return node
 
 
 # --- chaining ------------------------------------------------------------------------------

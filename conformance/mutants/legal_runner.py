@@ -21,18 +21,12 @@ from pathlib import Path
 from conformance.mutants.legal import LEGAL, make_variant
 from conformance.mutants.proxy import HttpUpstream, MutantProxy
 from conformance.mutants.runner import (
-    EXPIRY_CONFIG,
-    READ_KEY,
-    SCOPED_KEY,
-    SCOPED_READ,
-    SCOPED_WRITE,
-    SPAWN_CONFIG,
     Target,
     add_target_options,
     pytest_command,
-    spawn_emulator,
     suite_env,
     suite_options,
+    target_of,
 )
 from conformance.spawn import SpawnedEmulator
 
@@ -125,17 +119,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="o41-legal-") as tmp:
         emulators: list[SpawnedEmulator] = []
         try:
-            if args.spawn:
-                url, key = spawn_emulator(emulators, Path(tmp) / "main", SPAWN_CONFIG)
-                expiry_url, _ = spawn_emulator(emulators, Path(tmp) / "expiry", EXPIRY_CONFIG)
-                target = Target(url, key, READ_KEY, f"{SCOPED_KEY}={SCOPED_WRITE}",
-                                SCOPED_READ, expiry_url)
-            else:
-                if not args.api_key:
-                    raise SystemExit("--upstream needs --api-key")
-                target = Target(args.upstream.rstrip("/").removesuffix("/api/v1"), args.api_key,
-                                args.read_key, args.scoped_key, args.scoped_read_prefix,
-                                args.expiry_upstream)
+            target = target_of(args, emulators, Path(tmp))
             options = suite_options()
 
             def one(name: str) -> None:

@@ -343,6 +343,20 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, seconds: float | N
     return 0 if ratio >= RATIO else 1
 
 
+def target_of(args: argparse.Namespace, emulators: list[SpawnedEmulator], tmp: Path) -> Target:
+    """The target ``--spawn`` starts (a main emulator and one whose URLs expire soon, both
+    appended to ``emulators``) or ``--upstream`` names with its keys."""
+    if args.spawn:
+        url, key = spawn_emulator(emulators, tmp / "main", SPAWN_CONFIG)
+        expiry_url, _ = spawn_emulator(emulators, tmp / "expiry", EXPIRY_CONFIG)
+        return Target(url, key, READ_KEY, f"{SCOPED_KEY}={SCOPED_WRITE}", SCOPED_READ,
+                      expiry_url)
+    if not args.api_key:
+        raise SystemExit("--upstream needs --api-key")
+    return Target(args.upstream.rstrip("/").removesuffix("/api/v1"), args.api_key,
+                  args.read_key, args.scoped_key, args.scoped_read_prefix, args.expiry_upstream)
+
+
 def spawn_emulator(started: list[SpawnedEmulator], workdir: Path, config: str) -> tuple[str, str]:
     """Start an emulator (appended to ``started`` first, so it is stopped even if it fails
     to come up); its URL and write key."""
@@ -367,17 +381,7 @@ def main(argv: list[str]) -> int:
     emulators: list[SpawnedEmulator] = []
     with tempfile.TemporaryDirectory(prefix="o41-mutants-") as tmp:
         try:
-            if args.spawn:
-                url, key = spawn_emulator(emulators, Path(tmp) / "main", SPAWN_CONFIG)
-                expiry_url, _ = spawn_emulator(emulators, Path(tmp) / "expiry", EXPIRY_CONFIG)
-                target = Target(url, key, READ_KEY, f"{SCOPED_KEY}={SCOPED_WRITE}",
-                                SCOPED_READ, expiry_url)
-            else:
-                if not args.api_key:
-                    raise SystemExit("--upstream needs --api-key")
-                target = Target(args.upstream.rstrip("/").removesuffix("/api/v1"), args.api_key,
-                                args.read_key, args.scoped_key, args.scoped_read_prefix,
-                                args.expiry_upstream)
+            target = target_of(args, emulators, Path(tmp))
             outcomes, repeated = run_table(target, names, args.jobs, args.timeout, again)
         finally:
             for emulator in emulators:

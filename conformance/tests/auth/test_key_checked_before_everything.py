@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from conformance.actions import (
+    Box,
     commit_ok,
     expect_error,
     expect_invisible,
@@ -48,14 +49,22 @@ def _broken(env: Env, artifact: str, token: str) -> dict[str, Callable[[Client],
     }
 
 
+def _a_version_and_a_keyless_client(
+    env: Env, api: Client, slug: str, credential: str
+) -> tuple[Box, Client]:
+    """A box that committed one version, and a client sending ``credential`` instead of a
+    key."""
+    a = open_box(api, env.artifact(slug), "box-a")
+    commit_ok(api, a, "step-00000001", make_files({"m": 5}))
+    return a, api.with_key(None).with_headers(CREDENTIALS[credential])
+
+
 @pytest.mark.rule("AUTH-1.a", "AUTH-1.b")
 @pytest.mark.parametrize("credential", sorted(CREDENTIALS))
 def test_unauthenticated_before_any_other_error(
     o41_env: Env, o41_api: Client, credential: str
 ) -> None:
-    a = open_box(o41_api, o41_env.artifact("a1p"), "box-a")
-    commit_ok(o41_api, a, "step-00000001", make_files({"m": 5}))
-    client = o41_api.with_key(None).with_headers(CREDENTIALS[credential])
+    a, client = _a_version_and_a_keyless_client(o41_env, o41_api, "a1p", credential)
     for what, send in _broken(o41_env, a.artifact, a.token).items():
         expect_error(send(client), 401, "unauthenticated", "AUTH-1", f"{what}, {credential}")
 
@@ -67,9 +76,7 @@ def test_usage_of_everything_unauthenticated_without_valid_key(
     o41_env: Env, o41_api: Client, credential: str
 ) -> None:
     """With traffic on the target, so that a report of nothing would be a lie too."""
-    a = open_box(o41_api, o41_env.artifact("a1u"), "box-a")
-    commit_ok(o41_api, a, "step-00000001", make_files({"m": 5}))
-    client = o41_api.with_key(None).with_headers(CREDENTIALS[credential])
+    a, client = _a_version_and_a_keyless_client(o41_env, o41_api, "a1u", credential)
     expect_error(client.usage(), 401, "unauthenticated", "AUTH-1",
                  f"usage/read without artifact, {credential}")
     expect_error(client.usage(a.artifact), 401, "unauthenticated", "AUTH-1",

@@ -20,6 +20,7 @@ from conformance.actions import (
     expect_error,
     expect_invisible,
     expect_ok,
+    expect_resumes,
     expect_writer_alive,
     file_specs,
     make_files,
@@ -72,12 +73,8 @@ def test_relaunch_with_same_holder_still_fences_old_launch(o41_env: Env, o41_api
         "FENCE-2.d",
         "the relaunch with the same holder names the launch it fenced",
     )
-    check_equal(
-        (second.opened.get("resume_from") or {}).get("version"),
-        "step-00000001",
-        "OPEN-2.a",
-        "resume_from of the relaunch",
-    )
+    expect_resumes(second, "step-00000001", "OPEN-2.a",
+                   "resume_from of the relaunch")
     _fenced_write(o41_api, first, "step-00000003", "write by the old launch, same holder id")
     expect_error(
         o41_api.commit(name, first.token, staged),
@@ -126,23 +123,15 @@ def test_commits_of_older_generations_never_show(o41_env: Env, o41_api: Client) 
         commit_ok(o41_api, a, f"step-{step:08d}", make_files(TINY, step))
     a_up = _staged(o41_api, a, "step-00000010")
     b = open_box(o41_api, name, "box-b", "gcp/europe-west4", rule="OPEN-2.a")
-    check_equal(
-        (b.opened.get("resume_from") or {}).get("version"),
-        "step-00000003",
-        "FENCE-3.a",
-        "resume_from of B (A's upload was finished, not committed)",
-    )
+    expect_resumes(b, "step-00000003", "FENCE-3.a",
+                   "resume_from of B (A's upload was finished, not committed)")
     b_up = _staged(o41_api, b, "step-00000020", 2)
     expect_error(
         o41_api.commit(name, a.token, a_up), 409, "fenced", "FENCE-3.a", "A's commit after B"
     )
     c = open_box(o41_api, name, "box-c", "azure/westeurope", rule="OPEN-2.a")
-    check_equal(
-        (c.opened.get("resume_from") or {}).get("version"),
-        "step-00000003",
-        "FENCE-2.b",
-        "resume_from of C after two refused commits",
-    )
+    expect_resumes(c, "step-00000003", "FENCE-2.b",
+                   "resume_from of C after two refused commits")
     for box, upload, version in ((b, b_up, "step-00000020"), (a, a_up, "step-00000010")):
         expect_error(
             o41_api.commit(name, box.token, upload),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import (
+    Box,
     commit_ok,
     download,
     expect_error,
@@ -27,18 +28,27 @@ from conformance.rules import check, check_equal
 UNSORTED = {"z/optim.bin": 700, "a.bin": 300, "m/model.bin": 500}
 
 
+def _fork_of_a_version(
+    env: Env, api: Client, source_slug: str, fork_slug: str, step: int, size: int
+) -> tuple[str, Box]:
+    """A source that committed ``step`` (one ``m.bin`` of ``size`` bytes, seeded by the
+    step), and a box of a new fork of it: (the fork's name, its box)."""
+    source = env.artifact(source_slug)
+    writer = open_box(api, source, "src-box")
+    commit_ok(api, writer, f"step-{step:08d}", make_files({"m.bin": size}, step))
+    fork = env.artifact(fork_slug)
+    box = open_box(api, fork, "fork-box", resume=f"o41://{source}/step-{step:08d}",
+                   rule="FORK-2")
+    return fork, box
+
+
 @pytest.mark.rule("OPEN-2.a")
 def test_relaunch_of_fork_resumes_its_own_first_and_second_version(
     o41_env: Env, o41_api: Client
 ) -> None:
     """OPEN-2.a: once a fork committed a version of its own, a latest open of the fork
     resumes that version (not the source's), after one own version and after two."""
-    source = o41_env.artifact("fork-own-src")
-    writer = open_box(o41_api, source, "src-box")
-    commit_ok(o41_api, writer, "step-00000010", make_files({"m.bin": 64}, 10))
-    fork = o41_env.artifact("fork-own")
-    box = open_box(o41_api, fork, "fork-box", resume=f"o41://{source}/step-00000010",
-                   rule="FORK-2")
+    fork, box = _fork_of_a_version(o41_env, o41_api, "fork-own-src", "fork-own", 10, 64)
     for step in (11, 12):
         files = make_files({"m.bin": 80 + step}, step)
         version = f"step-{step:08d}"
@@ -78,12 +88,7 @@ def test_fresh_open_of_fork_with_its_own_version_refused_and_changes_nothing(
 ) -> None:
     """OPEN-3.a/b: a forked artifact with a version of its own has checkpoints: a fresh
     open is 409 has_checkpoints, and epoch, holder, versions and forked_from stay."""
-    source = o41_env.artifact("fresh-fork-src")
-    writer = open_box(o41_api, source, "src-box")
-    commit_ok(o41_api, writer, "step-00000003", make_files({"m.bin": 32}, 3))
-    fork = o41_env.artifact("fresh-fork")
-    box = open_box(o41_api, fork, "fork-box", resume=f"o41://{source}/step-00000003",
-                   rule="FORK-2")
+    fork, box = _fork_of_a_version(o41_env, o41_api, "fresh-fork-src", "fresh-fork", 3, 32)
     commit_ok(o41_api, box, "step-00000004", make_files({"m.bin": 40}, 4))
     before = snapshot(o41_api, fork)
     for place in (None, o41_env.topology.locations[0]):

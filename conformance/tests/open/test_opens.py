@@ -23,6 +23,14 @@ def _state(api: Client, artifact: str) -> dict:
     return expect_ok(api.artifact(artifact), "READ-1", f"artifacts/read {artifact}")
 
 
+def _fork_refused(env: Env, api: Client, slug: str, resume: str, refusal: tuple[int, str],
+                  what: str) -> None:
+    """FORK-1: box-f's open of a new artifact resuming ``resume`` is refused so."""
+    status, code = refusal
+    expect_error(api.open(env.artifact(slug), resume, None, "box-f"), status, code, "FORK-1",
+                 what)
+
+
 @pytest.mark.rule("OPEN-1.a", "FENCE-2.d")
 def test_open_latest_creates_artifact_when_missing(o41_env: Env, o41_api: Client) -> None:
     name = o41_env.artifact("open1")
@@ -134,14 +142,8 @@ def test_fork_not_found_when_source_missing(o41_env: Env, o41_api: Client) -> No
     missing_version = f"o41://{src}/step-00000011"
     missing_artifact = f"o41://{o41_env.artifact('nothing')}/step-00000010"
     for resume in (missing_version, missing_artifact):
-        target = o41_env.artifact("fork-dst")
-        expect_error(
-            o41_api.open(target, resume, None, "box-f"),
-            404,
-            "not_found",
-            "FORK-1",
-            f"fork from {resume}",
-        )
+        _fork_refused(o41_env, o41_api, "fork-dst", resume, (404, "not_found"),
+                      f"fork from {resume}")
 
 
 @pytest.mark.rule("FORK-1.c")
@@ -159,14 +161,8 @@ def test_fork_not_found_when_source_missing(o41_env: Env, o41_api: Client) -> No
 )
 def test_open_invalid_when_resume_malformed(o41_env: Env, o41_api: Client, resume: str) -> None:
     resume = resume.format(p=o41_env.prefix)
-    target = o41_env.artifact("fork-bad")
-    expect_error(
-        o41_api.open(target, resume, None, "box-f"),
-        400,
-        "invalid_argument",
-        "FORK-1",
-        f"open with resume {resume!r}",
-    )
+    _fork_refused(o41_env, o41_api, "fork-bad", resume, (400, "invalid_argument"),
+                  f"open with resume {resume!r}")
 
 
 @pytest.mark.rule("FORK-1.d")

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from conformance.actions import (
+    Box,
+    Snapshot,
     commit_ok,
     expect_error,
     expect_unchanged,
@@ -38,6 +40,16 @@ def _open(api: Client, artifact: str, resume: Any, **fields: Any) -> Any:
     return api.call("POST", "/artifacts/open", body=body)
 
 
+def _unchanged_and_alive(api: Client, before: dict[str, Snapshot], writers: tuple[Box, ...],
+                         clause: str, refused: str) -> None:
+    """After ``refused`` requests: every artifact as ``before``, then each writer still
+    able to commit V2."""
+    for artifact, was in before.items():
+        expect_unchanged(api, artifact, was, clause, f"the {refused}")
+    for box in writers:
+        expect_writer_alive(api, box, V2, clause, f"after the {refused}")
+
+
 @pytest.mark.rule("API-1.f", "FORK-1.b")
 def test_an_open_with_a_mistyped_field_is_invalid_before_a_missing_source_or_checkpoints(
     o41_env: Env, o41_api: Client
@@ -59,10 +71,7 @@ def test_an_open_with_a_mistyped_field_is_invalid_before_a_missing_source_or_che
         for fault, fields in BAD_FIELDS:
             expect_error(_open(o41_api, artifact, resume, **fields), 400, "invalid_argument",
                          "API-1.f", f"{what} with a {fault}")
-    for artifact, was in before.items():
-        expect_unchanged(o41_api, artifact, was, "API-1.f", "the refused opens")
-    expect_writer_alive(o41_api, full, V2, "API-1.f", "after the refused opens")
-    expect_writer_alive(o41_api, src, V2, "API-1.f", "after the refused opens")
+    _unchanged_and_alive(o41_api, before, (full, src), "API-1.f", "refused opens")
 
 
 @pytest.mark.rule("FORK-1.b", "FORK-1.c")
@@ -84,9 +93,7 @@ def test_a_fork_from_a_missing_or_malformed_source_into_versions_is_404_or_400(
                    f"o41://{src.artifact}"):
         expect_error(_open(o41_api, full.artifact, resume), 400, "invalid_argument",
                      "FORK-1.c", f"a fork from {resume} into an artifact with versions")
-    for artifact, was in before.items():
-        expect_unchanged(o41_api, artifact, was, "FORK-1.b", "the refused forks")
-    expect_writer_alive(o41_api, full, V2, "FORK-1.b", "after the refused forks")
+    _unchanged_and_alive(o41_api, before, (full,), "FORK-1.b", "refused forks")
 
 
 @pytest.mark.rule("AUTH-2.c", "AUTH-2.b")
@@ -106,9 +113,7 @@ def test_an_open_by_a_key_that_cannot_write_is_forbidden_before_a_mistyped_field
                 expect_error(_open(o41_reader, artifact, resume, **fields), 403, "forbidden",
                              "AUTH-2.c", f"open of {artifact} ({resume}) with a {fault}, "
                              "by a read-only key")
-    for artifact, was in before.items():
-        expect_unchanged(o41_api, artifact, was, "AUTH-2.b", "the refused opens")
-    expect_writer_alive(o41_api, held, V2, "AUTH-2.b", "after the refused opens")
+    _unchanged_and_alive(o41_api, before, (held,), "AUTH-2.b", "refused opens")
 
 
 @pytest.mark.rule("API-1.f", "OPEN-3.b")

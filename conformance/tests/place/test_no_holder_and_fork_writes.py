@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, expect_ok, make_files, open_box
+from conformance.actions import commit_ok, expect_ok, make_files, open_box, two_clouds
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place
@@ -36,9 +36,7 @@ def test_fork_in_another_cloud_reads_cross_cloud_and_its_writes_count(
 ) -> None:
     """XC-1.a: a fork opened in another cloud than the source version resumes it with
     cross_cloud true; USAGE-1.a: what the fork's own box writes counts in the fork's usage."""
-    topo = o41_env.topology
-    if len(topo.clouds) < 2:
-        pytest.skip("the target has locations in one cloud only")
+    topo = two_clouds(o41_env)
     home, away = (
         topo.locations[0],
         next(p for p in topo.locations if p.cloud != topo.locations[0].cloud),

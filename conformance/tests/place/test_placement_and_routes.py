@@ -5,12 +5,15 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import (
+    Box,
     commit_ok,
     download,
     expect_ok,
+    expect_write_placed,
     file_specs,
     make_files,
     open_box,
+    two_clouds,
 )
 from conformance.client import Client
 from conformance.env import Env
@@ -29,6 +32,13 @@ def _names_fallback(warnings: list, fallback: Place) -> bool:
     return any(fallback.cloud in w and fallback.region in w for w in map(str, warnings))
 
 
+def _expect_committed_at(api: Client, box: Box, where: Place | None, rule: str) -> None:
+    """``step-00000001`` committed from ``box`` is stored at ``where`` (``rule``)."""
+    version = commit_ok(api, box, "step-00000001", make_files({"m": 10}), rule=rule)
+    check_equal(Place.from_json(version.get("location")), where, rule,
+                "location of the committed version")
+
+
 @pytest.mark.rule("PLACE-1.a")
 def test_write_goes_local_when_place_has_location(o41_env: Env, o41_api: Client) -> None:
     for place in o41_env.topology.locations:
@@ -39,13 +49,7 @@ def test_write_goes_local_when_place_has_location(o41_env: Env, o41_api: Client)
             "PLACE-1",
             f"write_location of a box at {place}",
         )
-        version = commit_ok(o41_api, a, "step-00000001", make_files({"m": 10}), rule="PLACE-1")
-        check_equal(
-            Place.from_json(version.get("location")),
-            place,
-            "PLACE-1",
-            "location of the committed version",
-        )
+        _expect_committed_at(o41_api, a, place, "PLACE-1")
 
 
 @pytest.mark.rule("PLACE-2.a", "PLACE-2.b")
@@ -62,13 +66,7 @@ def test_write_goes_to_cloud_default_when_region_has_none(o41_env: Env, o41_api:
             f"write_location of a box at {place}",
         )
         check(a.opened.get("warnings"), "PLACE-2", f"no warning for a box at {place}")
-        version = commit_ok(o41_api, a, "step-00000001", make_files({"m": 10}), rule="PLACE-2")
-        check_equal(
-            Place.from_json(version.get("location")),
-            default,
-            "PLACE-2",
-            "location of the committed version",
-        )
+        _expect_committed_at(o41_api, a, default, "PLACE-2")
 
 
 @pytest.mark.rule("PLACE-3.a", "PLACE-3.b")
@@ -90,13 +88,7 @@ def test_write_goes_to_fallback_when_cloud_has_none(
         "PLACE-3",
         f"no warning naming {fallback}: {a.opened.get('warnings')}",
     )
-    version = commit_ok(o41_api, a, "step-00000001", make_files({"m": 10}), rule="PLACE-3")
-    check_equal(
-        Place.from_json(version.get("location")),
-        fallback,
-        "PLACE-3",
-        "location of the committed version",
-    )
+    _expect_committed_at(o41_api, a, fallback, "PLACE-3")
 
 
 @pytest.mark.rule("PLACE-1.a", "PLACE-2.a", "PLACE-3.a")
@@ -112,13 +104,8 @@ def test_write_response_reports_location_and_route(o41_env: Env, o41_api: Client
         want = topo.placement(place)
         specs = [f.as_json() for f in file_specs(make_files({"m": 1}))]
         reply = o41_api.write(a.artifact, a.token, "step-00000001", specs)
-        body = expect_ok(reply, rule, f"write from {place}")
-        check_equal(
-            (Place.from_json(body.get("location")), body.get("route")),
-            (want.location, want.route),
-            rule,
-            f"write response from {place}",
-        )
+        expect_write_placed(reply, want, rule, f"write from {place}",
+                            f"write response from {place}")
 
 
 @pytest.mark.rule("PLACE-4.a")
@@ -173,9 +160,7 @@ def test_read_cross_cloud_matches_reader_place(o41_env: Env, o41_api: Client) ->
 
 @pytest.mark.rule("XC-1.a", "XC-1.b", "OPEN-2.b")
 def test_open_resume_marked_cross_cloud_after_hop(o41_env: Env, o41_api: Client) -> None:
-    topo = o41_env.topology
-    if len(topo.clouds) < 2:
-        pytest.skip("the target has locations in one cloud only")
+    topo = two_clouds(o41_env)
     home = topo.locations[0]
     away = next(p for p in topo.locations if p.cloud != home.cloud)
     a = open_box(o41_api, o41_env.artifact("hop"), "box-a", home)

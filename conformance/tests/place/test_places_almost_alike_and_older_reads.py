@@ -12,6 +12,7 @@ from conformance.actions import (
     commit_ok,
     edge_name,
     expect_ok,
+    expect_write_placed,
     file_specs,
     make_files,
     open_box,
@@ -77,13 +78,8 @@ def _check_placed(env: Env, api: Client, place: Place, spelling: dict) -> None:
         files = make_files({"m": 10 + launch}, launch)
         specs = [f.as_json() for f in file_specs(files)]
         reply = api.write(name, body["token"], f"step-{launch:08d}", specs)
-        wrote = expect_ok(reply, clause, f"write from {spelling}")
-        check_equal(
-            (Place.from_json(wrote.get("location")), wrote.get("route")),
-            (want.location, want.route),
-            clause,
-            f"write response of launch {launch} at {spelling}",
-        )
+        wrote = expect_write_placed(reply, want, clause, f"write from {spelling}",
+                                    f"write response of launch {launch} at {spelling}")
         for f in wrote["files"]:
             check(api.put(f["url"], files[f["name"]]).ok, clause, "PUT")
         done = expect_ok(api.commit(name, body["token"], wrote["upload"]), clause, "commit")

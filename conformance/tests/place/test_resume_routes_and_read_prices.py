@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, download, expect_ok, make_files, open_box, open_raw
+from conformance.actions import a_version_in_each_cloud, download, expect_ok, open_raw
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import DEFAULT_PRICES, UNKNOWN_PLACE, Place, price_per_gb
@@ -22,12 +22,8 @@ def test_a_resume_in_another_region_of_the_cloud_is_inter_region_and_not_cross_c
     """For a version in each cloud's default location: a relaunch in another region of that
     cloud, at the location itself, and in another cloud; the flag is the boolean, not null."""
     topo = o41_env.topology
-    for cloud in topo.clouds:
-        home = topo.default_for(cloud)
-        assert home is not None
-        name = o41_env.artifact(f"xc-{cloud}")
-        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
-                  make_files({"m": 64}, 100), "XC-1.a")
+    for cloud, home, name in a_version_in_each_cloud(
+            o41_env, o41_api, "xc", {"m": 64}, 100, "XC-1.a"):
         elsewhere = next((p for p in topo.locations if p.cloud != cloud), UNKNOWN_PLACE)
         for place, route, crossing in ((topo.other_region(cloud), "inter_region", False),
                                        (home, "local", False),
@@ -51,14 +47,9 @@ def test_a_resume_in_another_region_of_the_cloud_is_inter_region_and_not_cross_c
 def test_a_reader_in_an_unknown_cloud_pays_by_the_cloud_the_bytes_leave(
     o41_env: Env, o41_api: Client
 ) -> None:
-    topo = o41_env.topology
     size = 4_000_000
-    for cloud in topo.clouds:
-        home = topo.default_for(cloud)
-        assert home is not None
-        name = o41_env.artifact(f"price-{cloud}")
-        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
-                  make_files({"m": size}, 101), "USAGE-1.c")
+    for _cloud, home, name in a_version_in_each_cloud(
+            o41_env, o41_api, "price", {"m": size}, 101, "USAGE-1.c"):
         body = expect_ok(o41_api.read(name, urls=True, place=UNKNOWN_PLACE), "USAGE-1.b",
                          f"read from {UNKNOWN_PLACE}")
         download(o41_api, body)
@@ -82,13 +73,8 @@ def test_a_resume_from_a_cloud_the_target_does_not_know_is_cross_cloud(
 ) -> None:
     """A relaunch from a place in no cloud of the target has a place all the same: its
     ``resume_from`` is ``cross_cloud`` (true), never the nulls of a box without a place."""
-    topo = o41_env.topology
-    for cloud in topo.clouds:
-        home = topo.default_for(cloud)
-        assert home is not None
-        name = o41_env.artifact(f"xc-unknown-{cloud}")
-        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
-                  make_files({"m": 32}, 102), "XC-1.a")
+    for _cloud, home, name in a_version_in_each_cloud(
+            o41_env, o41_api, "xc-unknown", {"m": 32}, 102, "XC-1.a"):
         opened = expect_ok(o41_api.open(name, "latest", UNKNOWN_PLACE, "box-u"), "XC-1.a",
                            f"relaunch at {UNKNOWN_PLACE}")
         resume = opened.get("resume_from") or {}
@@ -105,12 +91,8 @@ def test_a_resume_from_a_capitalised_cloud_has_the_route_of_its_cloud(
     ``GCP/<another region>`` of a gcp version resumes ``inter_region``, not cross-cloud,
     and one at the location itself spelled so resumes ``local``."""
     topo = o41_env.topology
-    for cloud in topo.clouds:
-        home = topo.default_for(cloud)
-        assert home is not None
-        name = o41_env.artifact(f"xc-case-{cloud}")
-        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
-                  make_files({"m": 32}, 103), "XC-1.b")
+    for cloud, home, name in a_version_in_each_cloud(
+            o41_env, o41_api, "xc-case", {"m": 32}, 103, "XC-1.b"):
         for region, route in ((topo.other_region(cloud).region, "inter_region"),
                               (home.region, "local")):
             spelled = {"cloud": cloud.upper(), "region": region}

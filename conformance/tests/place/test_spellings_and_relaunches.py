@@ -13,6 +13,7 @@ from conformance.actions import (
     file_specs,
     make_files,
     open_box,
+    two_clouds,
 )
 from conformance.client import Client
 from conformance.env import Env
@@ -170,9 +171,7 @@ def test_read_marks_follow_cloud_not_spelling_urls_or_name(o41_env: Env, o41_api
 def test_resume_after_a_hop_marked_cross_cloud_with_many_versions(
     o41_env: Env, o41_api: Client
 ) -> None:
-    topo = o41_env.topology
-    if len(topo.clouds) < 2:
-        pytest.skip("the target has locations in one cloud only")
+    topo = two_clouds(o41_env)
     home = topo.locations[0]
     away = next(p for p in topo.locations if p.cloud != home.cloud)
     a = open_box(o41_api, o41_env.artifact("xc1-hop"), "box-a", home)

@@ -24,6 +24,16 @@ NAMES = {
 }
 
 
+def _from_a_read_and_a_relaunch(
+    api: Client, artifact: str, version: str
+) -> tuple[tuple[str, dict], tuple[str, dict]]:
+    """The URLs of ``version`` from a read, then of latest from box-b's relaunch."""
+    read = expect_ok(api.read(artifact, version, urls=True), "READ-2.a", "read")
+    resumed = expect_ok(api.open(artifact, "latest", None, "box-b"), "READ-2.a",
+                        "relaunch")["resume_from"]
+    return ("read", read), ("resume_from", resumed)
+
+
 @pytest.mark.rule("READ-2.a", "VER-1.b")
 def test_file_names_with_spaces_non_ascii_or_url_characters_read_back_through_their_urls(
     o41_env: Env, o41_api: Client
@@ -72,10 +82,7 @@ def test_a_read_url_serves_every_load_until_it_expires_not_only_the_first(
     box = open_box(o41_api, o41_env.artifact("url-reused"), "box-a")
     files = make_files({"m.bin": 300, "opt/s.bin": 40}, 150)
     commit_ok(o41_api, box, "step-00000001", files, "READ-2.a")
-    read = expect_ok(o41_api.read(box.artifact, "latest", urls=True), "READ-2.a", "read")
-    resumed = expect_ok(o41_api.open(box.artifact, "latest", None, "box-b"), "READ-2.a",
-                        "relaunch")["resume_from"]
-    for where, version in (("read", read), ("resume_from", resumed)):
+    for where, version in _from_a_read_and_a_relaunch(o41_api, box.artifact, "latest"):
         for f in version["files"]:
             data = files[f["name"]]
             for turn in range(3):
@@ -98,10 +105,7 @@ def test_a_put_to_a_read_url_never_changes_the_committed_file(
     box = open_box(o41_api, o41_env.artifact("put-on-read-url"), "box-a")
     files = make_files({"m.bin": 200, "d/n.bin": 50}, 155)
     commit_ok(o41_api, box, "step-00000001", files, "VER-2.b")
-    read = expect_ok(o41_api.read(box.artifact, "step-00000001", urls=True), "READ-2.a", "read")
-    resumed = expect_ok(o41_api.open(box.artifact, "latest", None, "box-b"), "READ-2.a",
-                        "relaunch")["resume_from"]
-    for where, version in (("read", read), ("resume_from", resumed)):
+    for where, version in _from_a_read_and_a_relaunch(o41_api, box.artifact, "step-00000001"):
         for f in version["files"]:
             forged = bytes(len(files[f["name"]]))  # same length, other bytes
             o41_api.put(f["url"], forged)

@@ -177,6 +177,17 @@ def _expiry_measured(env: Env, handed: Handed, what: str) -> tuple[Reply, float]
     return handed.reply, handed.claimed
 
 
+def _past_end(env: Env, trail: Trail, handed_out: dict[str, Handed | Exception],
+              request: pytest.FixtureRequest, what: str) -> tuple[Client, Handed]:
+    """This test's client and URLs from the module's start, once their claimed ``what`` has
+    passed (or a skip naming the option that would let the suite wait it out)."""
+    api = env.client(trail=trail)
+    handed = _take(handed_out, request, env, trail)
+    reply, claimed = _expiry_measured(env, handed, what)
+    _wait_past_end(reply, claimed)
+    return api, handed
+
+
 # --- shortly before the claimed end: their own URLs (the module's meanwhile pass theirs) ---
 
 
@@ -228,10 +239,7 @@ def test_get_url_refused_after_urls_expire_at(
     o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
     request: pytest.FixtureRequest,
 ) -> None:
-    env, api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
-    handed = _take(handed_out, request, env, o41_trail)
-    reply, claimed = _expiry_measured(env, handed, "urls_expire_at")
-    _wait_past_end(reply, claimed)
+    api, handed = _past_end(o41_expiring_env, o41_trail, handed_out, request, "urls_expire_at")
     check_equal(api.fetch(handed.url).status, 403, "READ-4.c", "GET after urls_expire_at")
 
 
@@ -241,10 +249,7 @@ def test_put_url_refused_after_expires_at(
     o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
     request: pytest.FixtureRequest,
 ) -> None:
-    env, api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
-    handed = _take(handed_out, request, env, o41_trail)
-    reply, claimed = _expiry_measured(env, handed, "expires_at")
-    _wait_past_end(reply, claimed)
+    api, handed = _past_end(o41_expiring_env, o41_trail, handed_out, request, "expires_at")
     check_equal(api.put(handed.url, handed.files["m.bin"]).status, 403, "READ-4.c",
                 "PUT after expires_at")
 
@@ -255,10 +260,7 @@ def test_url_forbidden_when_expired(
     o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
     request: pytest.FixtureRequest,
 ) -> None:
-    env, api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
-    handed = _take(handed_out, request, env, o41_trail)
-    reply, claimed = _expiry_measured(env, handed, "urls_expire_at")
-    _wait_past_end(reply, claimed)
+    api, handed = _past_end(o41_expiring_env, o41_trail, handed_out, request, "urls_expire_at")
     url = handed.url
     check_equal(api.fetch(url).status, 403, "READ-4.c", "GET after urls_expire_at")
     check_equal(api.fetch(url, method="HEAD").status, 403, "READ-4.c",
@@ -273,10 +275,7 @@ def test_expired_url_refused_for_head_and_ranged_get(
     o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
     request: pytest.FixtureRequest,
 ) -> None:
-    env, api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
-    handed = _take(handed_out, request, env, o41_trail)
-    reply, claimed = _expiry_measured(env, handed, "urls_expire_at")
-    _wait_past_end(reply, claimed)
+    api, handed = _past_end(o41_expiring_env, o41_trail, handed_out, request, "urls_expire_at")
     check_equal(api.fetch(handed.url, method="HEAD").status, 403, "READ-4",
                 "HEAD after expiry")
     check_equal(api.fetch(handed.url, byte_range=(0, 99)).status, 403, "READ-4",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import (
+    a_box_and_a_reader_elsewhere,
     commit_ok,
     expect_error,
     expect_ok,
@@ -17,7 +18,7 @@ from conformance.actions import (
 )
 from conformance.client import Client
 from conformance.env import Env
-from conformance.model import UNKNOWN_PLACE, Place
+from conformance.model import Place
 from conformance.rules import check_equal
 from conformance.usage import UsageModel
 
@@ -29,11 +30,8 @@ V1, V2, V3 = "step-00000001", "step-00000002", "step-00000003"
 def test_bytes_served_by_a_deleted_versions_url_are_counted(
     o41_env: Env, o41_api: Client
 ) -> None:
-    topo = o41_env.topology
-    home = topo.locations[0]
-    reader = next((p for p in topo.locations if p.cloud != home.cloud), UNKNOWN_PLACE)
-    name = o41_env.artifact("usage-deleted")
-    box = open_box(o41_api, name, "box-a", home)
+    home, reader, box = a_box_and_a_reader_elsewhere(o41_env, o41_api, "usage-deleted")
+    name = box.artifact
     model = UsageModel()
     sizes = {V1: 800_000, V2: 1000, V3: 1000}
     for version, size in sizes.items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, download, expect_ok, make_files, open_box
+from conformance.actions import a_version_in_each_cloud, download, expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.usage import UsageModel
@@ -22,12 +22,8 @@ def test_a_read_from_every_other_cloud_is_priced_by_the_location_cloud(
 ) -> None:
     topo = o41_env.topology
     model = UsageModel()
-    for cloud in topo.clouds:
-        home = topo.default_for(cloud)
-        assert home is not None
-        name = o41_env.artifact(f"usage-pairs-{cloud}")
-        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
-                  make_files({"m": SIZE}, 120), "USAGE-1.c")
+    for cloud, home, name in a_version_in_each_cloud(
+            o41_env, o41_api, "usage-pairs", {"m": SIZE}, 120, "USAGE-1.c"):
         model.put(name, home, home, SIZE).settled = True
         for reader in topo.locations:
             if reader.cloud == cloud:

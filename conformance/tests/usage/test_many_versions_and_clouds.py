@@ -9,7 +9,15 @@ from functools import partial
 
 import pytest
 
-from conformance.actions import commit_ok, download, expect_ok, make_files, open_box
+from conformance.actions import (
+    a_box_and_a_reader_elsewhere,
+    commit_ok,
+    download,
+    expect_ok,
+    make_files,
+    open_box,
+    two_clouds,
+)
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import DEFAULT_PRICES, UNKNOWN_PLACE, Place, price_per_gb
@@ -80,9 +88,7 @@ def test_usage_counts_bytes_sent_at_range_edges_and_past_the_end(
 def test_usage_prices_egress_of_every_cloud_and_totals_all_routes(
     o41_env: Env, o41_api: Client
 ) -> None:
-    topo = o41_env.topology
-    if len(topo.clouds) < 2:
-        pytest.skip("the target has locations in one cloud only")
+    topo = two_clouds(o41_env)
     model = _model(o41_api)
     for home in topo.locations:
         reader = next(p for p in topo.locations if p.cloud != home.cloud)
@@ -124,11 +130,8 @@ def _rows(usage: dict, direction: str, place: Place | None = None) -> list[dict]
 def test_usage_one_row_per_version_and_place_however_spelled(
     o41_env: Env, o41_api: Client
 ) -> None:
-    topo = o41_env.topology
-    home = topo.locations[0]
-    reader = next((p for p in topo.locations if p.cloud != home.cloud), UNKNOWN_PLACE)
-    name = o41_env.artifact("usage-d")
-    a = open_box(o41_api, name, "box-a", home)
+    home, reader, a = a_box_and_a_reader_elsewhere(o41_env, o41_api, "usage-d")
+    name = a.artifact
     versions = {}
     for step in (1, 2):
         versions[step] = make_files({"a": 1000 * step, "b": 300, "c/d": 17}, step)

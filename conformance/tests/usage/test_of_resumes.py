@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, download, expect_ok, make_files, open_box
+from conformance.actions import (
+    a_version_in_each_cloud,
+    commit_ok,
+    download,
+    expect_ok,
+    make_files,
+    open_box,
+)
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE
@@ -25,12 +32,8 @@ def test_bytes_a_relaunch_downloads_through_resume_from_are_counted(
 ) -> None:
     topo = o41_env.topology
     model = UsageModel()
-    for cloud in topo.clouds:
-        home = topo.default_for(cloud)
-        assert home is not None
-        name = o41_env.artifact(f"usage-resume-{cloud}")
-        commit_ok(o41_api, open_box(o41_api, name, "box-a", home), "step-00000001",
-                  make_files({"m": SIZE, "n": 1000}, 110), "USAGE-1.b")
+    for cloud, home, name in a_version_in_each_cloud(
+            o41_env, o41_api, "usage-resume", {"m": SIZE, "n": 1000}, 110, "USAGE-1.b"):
         model.put(name, home, home, SIZE + 1000).settled = True
         elsewhere = next((p for p in topo.locations if p.cloud != cloud), UNKNOWN_PLACE)
         for place in (elsewhere, topo.other_region(cloud)):

@@ -90,6 +90,12 @@ def test_commit_keeps_nested_relative_file_names(o41_env: Env, o41_api: Client) 
     check_equal(sorted(f["name"] for f in body["files"]), sorted(files), "VER-1", "file names")
 
 
+def _expect_step_100_holds(api: Client, artifact: str, files: dict[str, bytes], what: str) -> None:
+    """VER-2: ``step-00000100`` of ``artifact`` still holds the first committed ``files``."""
+    body = expect_ok(api.read(artifact, "step-00000100"), "READ-1", "read")
+    check_equal([f["sha256"] for f in body["files"]], [sha256(files["m"])], "VER-2", what)
+
+
 @pytest.mark.rule("VER-2.a", "VER-2.b")
 def test_commit_refused_when_version_exists(o41_env: Env, o41_api: Client) -> None:
     a = _box(o41_env, o41_api, "ver2")
@@ -99,13 +105,7 @@ def test_commit_refused_when_version_exists(o41_env: Env, o41_api: Client) -> No
     _expect_now_or_at_commit(
         o41_api, a.artifact, a.token, up.write, "version_exists", "VER-2", "an existing version"
     )
-    body = expect_ok(o41_api.read(a.artifact, "step-00000100"), "READ-1", "read")
-    check_equal(
-        [f["sha256"] for f in body["files"]],
-        [sha256(original["m"])],
-        "VER-2",
-        "sha256 of the committed version",
-    )
+    _expect_step_100_holds(o41_api, a.artifact, original, "sha256 of the committed version")
 
 
 @pytest.mark.rule("VER-2.a")
@@ -124,13 +124,8 @@ def test_commit_refused_when_same_version_uploaded_twice(o41_env: Env, o41_api: 
         "VER-2",
         "second commit of the same version name",
     )
-    body = expect_ok(o41_api.read(a.artifact, "step-00000100"), "READ-1", "read")
-    check_equal(
-        [f["sha256"] for f in body["files"]],
-        [sha256(first["m"])],
-        "VER-2",
-        "the committed version's sha256 after the second commit",
-    )
+    _expect_step_100_holds(o41_api, a.artifact, first,
+                           "the committed version's sha256 after the second commit")
 
 
 @pytest.mark.rule("VER-3.a")
