@@ -167,3 +167,19 @@ def test_project_tests_define_no_fixture_named_like_the_plugins():
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.FunctionDef) and node.name in ours]
     assert ours >= {"o41_emulator", "o41_emulator_server"} and shadows == []
+
+
+def test_no_module_defines_a_top_level_function_or_class_twice():
+    """A second ``def`` of a name replaces the first for every caller, and ruff's F811 misses
+    it once the name is used after both: a merge of two branches left two ``_declared_size``
+    in one mutant module, and a mutant survived on the TypeError."""
+    twice = []
+    for package in ("conformance", "emulator", "o41", "replay", "bench", "tests"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            seen: set[str] = set()
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    if node.name in seen:
+                        twice.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+                    seen.add(node.name)
+    assert twice == []
