@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,6 +129,16 @@ def live_factory(tmp_path: Path) -> Iterator:
     yield start
     for emu in started:
         emu.kill()
+
+
+@pytest.fixture(autouse=True)
+def _no_trainer_outlives_its_test() -> Iterator[None]:
+    """A trainer a failed test left running (paused, or waiting on a line) is killed when
+    the test ends, not left for the session's end or beyond it."""
+    yield
+    trainers = sys.modules.get("tests.support.trainer_runs")
+    if trainers is not None:
+        trainers.end_leftover_trainers()
 
 
 @pytest.fixture(autouse=True)

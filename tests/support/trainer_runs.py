@@ -95,7 +95,25 @@ def start(env: dict[str, str], script: str, *args: str, launcher: list[str] | No
     trainer = Trainer(proc)
     trainer.pump = threading.Thread(target=trainer._pump, daemon=True)
     trainer.pump.start()
+    _STARTED.append(trainer)
     return trainer
+
+
+_STARTED: list[Trainer] = []
+
+
+def end_leftover_trainers() -> None:
+    """Kill every trainer a test started and left running: an assertion that fails between
+    a ``pause()`` and its ``resume()`` would leave a stopped box behind for good."""
+    while _STARTED:
+        trainer = _STARTED.pop()
+        if trainer.proc.poll() is None:
+            try:
+                os.killpg(trainer.proc.pid, signal.SIGCONT)
+                os.killpg(trainer.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            trainer.proc.wait()
 
 
 def o41_launcher(location: str) -> list[str]:
