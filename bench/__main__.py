@@ -248,16 +248,17 @@ def run_startup(plan: Plan, work: Path, rows: list[Row], log) -> None:
 def run_fixture(plan: Plan, work: Path, rows: list[Row], log) -> None:
     r = fixture.measure(work, plan.reset_artifacts, plan.fixture_tests, log)
     many = f"{r.artifacts:,} artifacts of one version"
-    rows += [
-        limit_row("o41_emulator fixture, per test", r.per_test * 1e3, "ms", "<=", 50),
-        limit_row("ThreadedEmulator start to healthy", r.start, "s", "<=", 0.5),
-        limit_row(f"ThreadedEmulator.reset(), {many}", r.reset_call * 1e3, "ms", "<", 100),
-        limit_row(f"POST /_emulator/reset, {many}", r.reset_http * 1e3, "ms", "<", 100),
-    ]
-    rows[0].note = (f"set-up and tear-down as pytest reports them, median of {r.tests - 1} "
-                    "tests of a user project (the first, which starts the emulator, left out)")
-    rows[1].note = "in this process, once its modules are imported"
-    rows[-1].note = "folder storage: its buckets move to a trash folder a thread empties"
+    per_test = limit_row("o41_emulator fixture, per test", r.per_test * 1e3, "ms", "<=", 50)
+    per_test.note = (f"set-up and tear-down as pytest reports them, median of {r.tests - 1} "
+                     "tests of a user project (the first, which starts the emulator, left out)")
+    start = limit_row("ThreadedEmulator start to healthy", r.start, "s", "<=", 0.5)
+    start.note = "in this process, once its modules are imported"
+    reset_http = limit_row(f"POST /_emulator/reset, {many}", r.reset_http * 1e3, "ms", "<", 100)
+    reset_http.note = "folder storage: its buckets move to a trash folder a thread empties"
+    # Notes are set on the rows themselves: ``rows`` holds every earlier section's rows too.
+    rows += [per_test, start,
+             limit_row(f"ThreadedEmulator.reset(), {many}", r.reset_call * 1e3, "ms", "<", 100),
+             reset_http]
 
 
 SECTIONS = {"dataplane": run_dataplane, "restore": run_restore, "dcp": run_dcp,
