@@ -236,17 +236,23 @@ def check_answer(name: str, answer: dict[str, Any], size: int, sha256: str) -> N
                              f"received {got[0]} bytes with sha256 {got[1]}")
 
 
-def put_path(url: str, path: Path | None, size: int) -> dict[str, Any]:
-    """PUT a local file with ``sendfile``, tried again under the retry policy."""
+def put_path(url: str, path: Path | None, size: int, conns: Connections | None = None,
+             tick: Callable[[int], None] = lambda n: None) -> dict[str, Any]:
+    """PUT a local file with ``sendfile``, tried again under the retry policy (on ``conns``'
+    keep-alive connections when given, else on a connection of its own)."""
     assert path is not None
-    conns = Connections()
+    if conns is not None:
+        return put_retried(conns, url, path, size, str(path), tick)
+    own = Connections()
     try:
-        return put_retried(conns, url, path, size, str(path))
+        return put_retried(own, url, path, size, str(path), tick)
     finally:
-        conns.close()
+        own.close()
 
 
-def put_path_hashed(url: str, path: Path) -> tuple[dict[str, Any], int, str]:
+def put_path_hashed(url: str, path: Path, conns: Connections | None = None,
+                    tick: Callable[[int], None] = lambda n: None
+                    ) -> tuple[dict[str, Any], int, str]:
     """PUT a local file with ``sendfile`` while its sha256 is computed on a helper thread
     (both release the GIL): one pass over the page cache's pages each, side by side, instead
     of a hash pass and then a send. Returns (the PUT's answer, size, sha256)."""
@@ -264,7 +270,7 @@ def put_path_hashed(url: str, path: Path) -> tuple[dict[str, Any], int, str]:
     hasher = threading.Thread(target=hash_it, name="o41-put-sha256", daemon=True)
     hasher.start()
     try:
-        answer = put_path(url, path, size)
+        answer = put_path(url, path, size, conns, tick)
     finally:
         hasher.join()
     if failed:
