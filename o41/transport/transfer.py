@@ -30,7 +30,8 @@ from o41.errors import IntegrityError, TransportError
 from o41.local import WORKERS, LocalFile, Source, check_name, collect, hash_files
 from o41.models import FileEntry
 from o41.transport import retry
-from o41.transport.inorder import READ_BACK, InOrderHash
+from o41.transport.buffers import zeroed
+from o41.transport.inorder import InOrderHash, ReadBack
 from o41.transport.put import check_answer, put_path_hashed, put_retried
 from o41.transport.signed import Connections, RangeReply, Retry, data_plane_error
 
@@ -229,7 +230,7 @@ class _Partial:
             os.close(self.log_fd)
             self.fd = self.log_fd = -1
 
-    def finish(self, scratch: memoryview) -> None:
+    def finish(self, scratch: ReadBack) -> None:
         """Check size and sha256, then rename into place; a mismatch discards the bytes."""
         size = os.fstat(self.fd).st_size
         digest = self.hash.finish(scratch)
@@ -267,11 +268,12 @@ def chunk_for(total: int, workers: int = WORKERS) -> int:
 
 
 class _Buffers(threading.local):
-    """Each worker's reused receive buffer (and a second one to read back for hashing)."""
+    """Each worker's reused receive buffer (and a second one to read back for hashing,
+    made only if a block lands out of order)."""
 
     def __init__(self) -> None:
-        self.recv = memoryview(bytearray(BLOCK))
-        self.scratch = memoryview(bytearray(READ_BACK))
+        self.recv = memoryview(zeroed(BLOCK))
+        self.scratch = ReadBack()
 
 
 def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
