@@ -35,7 +35,15 @@ from o41.errors import (
 from o41.location import Location, version_name
 from o41.models import Version
 from o41.transport.api import ApiClient
-from o41.transport.transfer import WORKERS, LocalFile, Source, collect, download, hash_files, upload
+from o41.transport.transfer import (
+    WORKERS,
+    LocalFile,
+    Source,
+    collect,
+    download,
+    upload,
+    upload_hashed,
+)
 
 log = logging.getLogger("o41")
 
@@ -89,11 +97,28 @@ class Run:
         ``files`` is a directory, a file, an iterable of files, or a mapping of names to paths
         or bytes. Raises ``Fenced`` (naming who holds the artifact now) if a newer open
         superseded this run; the version is then never visible.
+
+        The files are declared by name alone (VER-6) and each is hashed while it is sent;
+        the PUT's answer must match the client's sha256, and the commit lists every file's
+        size and sha256. One pass over each file's bytes, not a hash pass before the sends.
         """
-        return self.save_files(step, hash_files(collect(files), self.workers))
+        pairs = collect(files)
+        name = version_name(step)
+        try:
+            ticket = self.api.write_version(self.artifact, self.token, name,
+                                            [{"name": n} for n, _ in pairs])
+            local = upload_hashed(pairs, {f["name"]: f["url"] for f in ticket["files"]},
+                                  workers=self.workers, progress=self.progress)
+            committed = self.api.commit(self.artifact, self.token, ticket["upload"],
+                                        version=name, epoch=self.epoch,
+                                        files=[f.declaration() for f in local])
+        except Fenced as exc:
+            raise self.explain_fenced(exc, name) from None
+        return self._saved(name, committed)
 
     def save_files(self, step: int, local: list[LocalFile]) -> Version:
-        """``save`` of files already sized and hashed."""
+        """``save`` of files already sized and hashed: declared with their size and sha256,
+        so the service checks each PUT against them."""
         name = version_name(step)
         try:
             ticket = self.api.write_version(self.artifact, self.token, name,
@@ -104,6 +129,9 @@ class Run:
                                         version=name, epoch=self.epoch)
         except Fenced as exc:
             raise self.explain_fenced(exc, name) from None
+        return self._saved(name, committed)
+
+    def _saved(self, name: str, committed: dict[str, Any]) -> Version:
         version = Version.from_json(committed)
         log.info("saved %s/%s (%d bytes) to %s", self.artifact, name, version.size,
                  version.location_name)

@@ -2,7 +2,8 @@
 
 A step can be saved from a directory, single files, an iterable of paths, or a mapping of
 version-relative names to paths or bytes; each becomes a ``LocalFile`` with its size and
-sha256, hashed in parallel before anything is uploaded.
+sha256: ``Run.save`` hashes each file while it is sent (``o41.transport.transfer.upload_hashed``),
+``hash_files`` in a pass of its own for callers that declare the hashes first.
 """
 
 from __future__ import annotations

@@ -23,14 +23,18 @@ class FileStorage(Storage):
         self.root = root
         self.chunk_size = chunk_size
         self.root.mkdir(parents=True, exist_ok=True)
+        self._real_root = os.path.realpath(root)
 
     def _path(self, bucket: str, key: str) -> Path:
-        base = (self.root / bucket).resolve()
-        path = (base / key).resolve()
-        # Keys are validated upstream; this guard keeps a bug from ever escaping the bucket.
-        if base not in path.parents:
+        # Keys are validated upstream; this guard keeps a bug (a ".." in a key) from ever
+        # escaping the bucket. Checked on the words of the path, not by resolving it: a
+        # realpath() lstat()s every folder of a key, twice per GET, and the emulator makes
+        # no links inside its buckets.
+        base = os.path.join(self._real_root, bucket)
+        path = os.path.normpath(os.path.join(base, key))
+        if not path.startswith(base + os.sep):
             raise ObjectMissing(key)
-        return path
+        return Path(path)
 
     def ensure_bucket(self, bucket: str) -> None:
         (self.root / bucket).mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ sends the range with sendfile() and no byte of it passes through Python.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
@@ -19,6 +20,7 @@ from werkzeug.wsgi import wrap_file
 from ..core.errors import NotFound, PayloadTooLarge, RangeNotSatisfiable
 from ..rules import uploads, usage
 from ..rules.filelists import STREAMED
+from ..state.backend import Backend
 from ..storage import ObjectMissing, TooLarge
 from .context import apply_chaos, backend
 
@@ -119,10 +121,29 @@ def get_object(cloud: str, region: str, key: str) -> Response:
     apply_chaos(be, "data/get")
     location_id = f"{cloud}/{region}"
     loc = be.location(location_id)
-    try:
-        size = be.storage.size(loc.bucket, key)
+    cut = g.get("cut_after_bytes")
+    open_file = getattr(be.storage, "open_file", None)
+    fh: BinaryIO | None = None
+    try:  # a stored file is opened once, and its size read from the open file
+        if open_file is not None and cut is None:
+            fh = open_file(loc.bucket, key)
+            size = os.fstat(fh.fileno()).st_size
+        else:
+            size = be.storage.size(loc.bucket, key)
     except ObjectMissing:
         raise NotFound("object does not exist") from None
+    try:
+        return _serve(be, meta, location_id, loc.bucket, key, size, fh, cut)
+    except BaseException:
+        if fh is not None and not fh.closed:
+            fh.close()
+        raise
+
+
+def _serve(be: Backend, meta: dict, location_id: str, bucket: str, key: str, size: int,
+           fh: BinaryIO | None, cut: int | None) -> Response:
+    """The GET or HEAD of one object of ``size`` bytes: ``fh`` is its open file when the
+    server can send it itself, else the storage's chunks are streamed."""
     span = _byte_range(size)
     start, stop = span if span else (0, size)
     headers = {
@@ -138,6 +159,8 @@ def get_object(cloud: str, region: str, key: str) -> Response:
     span_text = f"{start}-{stop - 1}" if stop > start else "none"
     g.log = (f"{meta['a']} {meta['v']}", f"{span_text} of {size} bytes")
     if request.method == "HEAD":
+        if fh is not None:
+            fh.close()
         return Response(status=status, headers=headers)
     # The whole range is metered before its first byte leaves, and corrected down if fewer
     # bytes went out: a client that has every byte and then reads usage must find them.
@@ -150,22 +173,15 @@ def get_object(cloud: str, region: str, key: str) -> Response:
 
     be.release()  # and none is held while the body streams
 
-    cut = g.get("cut_after_bytes")
-    open_file = getattr(be.storage, "open_file", None)
-    if open_file is not None and cut is None:
-
-        try:
-            fh = open_file(loc.bucket, key)
-        except ObjectMissing:
-            raise NotFound("object does not exist") from None
+    if fh is not None:
         ranged = _MeteredFile(fh, start, stop - start, done)
         body = wrap_file(request.environ, ranged, be.settings.chunk_size)
         return Response(body, status=status, headers=headers, direct_passthrough=True)
-    chunks = be.storage.read(loc.bucket, key, start, stop - start)
+    chunks = be.storage.read(bucket, key, start, stop - start)
     if cut is not None:
         chunks = _cut(chunks, cut)
-    body = _metered(chunks, done)
-    return Response(body, status=status, headers=headers, direct_passthrough=True)
+    return Response(_metered(chunks, done), status=status, headers=headers,
+                    direct_passthrough=True)
 
 
 class _Receiving:

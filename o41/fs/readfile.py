@@ -17,7 +17,8 @@ fifty small ones, each of which costs the server more than a MiB of ``sendfile``
 reader that stops has been sent at most the window it had earned.
 
 Each run is received into a buffer of a process-wide spare list (``_Slab``): a fresh 16 MiB
-buffer costs a page fault per 4 KiB on its first fill, more than receiving into it. A run's
+buffer costs a page fault per 4 KiB on its first fill, more than receiving into it, and a
+new one is mapped whole in one call (``o41.transport.buffers``). A run's
 buffer goes back to the list once none of its blocks is held, waiting to be read, or
 waiting for the hash; a buffer whose blocks are not all accounted for (a file collected
 unclosed) is simply left to the collector.
@@ -41,6 +42,7 @@ from fsspec.spec import AbstractBufferedFile
 
 from o41.errors import IntegrityError, TransportError
 from o41.models import FileEntry, Version
+from o41.transport.buffers import Buffer, zeroed
 from o41.transport.memread import check_sha256, fill, shared_pool
 
 if TYPE_CHECKING:
@@ -59,7 +61,7 @@ class _Slab:
     the hash; at zero the buffer goes back to the spare list."""
 
     __slots__ = ("buf", "refs")
-    _spare: list[bytearray] = []
+    _spare: list[Buffer] = []
     _lock = threading.Lock()
 
     def __init__(self, size: int, refs: int) -> None:
@@ -67,7 +69,7 @@ class _Slab:
         with self._lock:
             found = next((i for i, b in enumerate(self._spare) if len(b) >= size), None)
             buf = self._spare.pop(found) if found is not None else None
-        self.buf = buf if buf is not None else bytearray(max(size, RUN))
+        self.buf = buf if buf is not None else zeroed(max(size, RUN))
 
     def hold(self) -> None:
         with self._lock:
@@ -212,7 +214,7 @@ class ReadFile(AbstractBufferedFile):
                 fetch.append((run[0], view[run[0] - pos:run[1] - pos]))
                 run = None
             if not held:  # an edge block: kept, the next read likely looks here
-                fresh[index] = memoryview(bytearray(hi - lo))
+                fresh[index] = memoryview(zeroed(hi - lo))
                 fetch.append((lo, fresh[index]))
         if run:
             fetch.append((run[0], view[run[0] - pos:run[1] - pos]))

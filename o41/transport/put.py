@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from o41.errors import IntegrityError, PayloadTooLarge, TransportError
 from o41.job import hooks
 from o41.transport import retry
+from o41.transport.buffers import Buffer, zeroed
 from o41.transport.signed import NETWORK_ERRORS, Connections, Retry, data_plane_error, put
 
 PART = 8 * 1024 * 1024
@@ -25,20 +26,21 @@ BUFFER = 64 * 1024 * 1024  # bytes of one open file held in memory, at most
 TIMEOUT = 120.0
 _END = object()
 SPARE = 4  # sent part buffers kept for the process's next file (a DCP save writes many)
-_spare: list[bytearray] = []
+_spare: list[Buffer] = []
 _spare_lock = threading.Lock()
 
 
-def new_part() -> bytearray:
+def new_part() -> Buffer:
     """A part buffer a finished file left, else a new one: a fresh 8 MiB costs a page fault
-    per 4 KiB on its first fill, more than copying into a warm one."""
+    per 4 KiB on its first fill, more than copying into a warm one (a new one is mapped
+    whole in one call: ``o41.transport.buffers``)."""
     with _spare_lock:
         if _spare:
             return _spare.pop()
-    return bytearray(PART)
+    return zeroed(PART)
 
 
-def _keep_parts(parts: list[bytearray]) -> None:
+def _keep_parts(parts: list[Buffer]) -> None:
     with _spare_lock:
         room = SPARE - len(_spare)
         _spare.extend(parts[:max(0, room)])
@@ -51,7 +53,7 @@ class Sender:
         self.url = url
         self.limit = max(limit, PART)
         self.parts: deque[Any] = deque()  # (buffer, bytes of it to send, pooled) or _END
-        self.free: list[bytearray] = []  # sent part buffers, for the writer to fill again
+        self.free: list[Buffer] = []  # sent part buffers, for the writer to fill again
         self.queued = 0
         self.cond = threading.Condition()
         self.sha = hashlib.sha256()
@@ -76,7 +78,7 @@ class Sender:
             self.queued += n
             self.cond.notify_all()
 
-    def take(self) -> bytearray:
+    def take(self) -> Buffer:
         """A part buffer to fill: one already sent, else a new one. At most
         ``limit / PART + 2`` are ever made, so memory stays bounded whatever malloc does."""
         with self.cond:
@@ -236,17 +238,23 @@ def check_answer(name: str, answer: dict[str, Any], size: int, sha256: str) -> N
                              f"received {got[0]} bytes with sha256 {got[1]}")
 
 
-def put_path(url: str, path: Path | None, size: int) -> dict[str, Any]:
-    """PUT a local file with ``sendfile``, tried again under the retry policy."""
+def put_path(url: str, path: Path | None, size: int, conns: Connections | None = None,
+             tick: Callable[[int], None] = lambda n: None) -> dict[str, Any]:
+    """PUT a local file with ``sendfile``, tried again under the retry policy (on ``conns``'
+    keep-alive connections when given, else on a connection of its own)."""
     assert path is not None
-    conns = Connections()
+    if conns is not None:
+        return put_retried(conns, url, path, size, str(path), tick)
+    own = Connections()
     try:
-        return put_retried(conns, url, path, size, str(path))
+        return put_retried(own, url, path, size, str(path), tick)
     finally:
-        conns.close()
+        own.close()
 
 
-def put_path_hashed(url: str, path: Path) -> tuple[dict[str, Any], int, str]:
+def put_path_hashed(url: str, path: Path, conns: Connections | None = None,
+                    tick: Callable[[int], None] = lambda n: None
+                    ) -> tuple[dict[str, Any], int, str]:
     """PUT a local file with ``sendfile`` while its sha256 is computed on a helper thread
     (both release the GIL): one pass over the page cache's pages each, side by side, instead
     of a hash pass and then a send. Returns (the PUT's answer, size, sha256)."""
@@ -264,7 +272,7 @@ def put_path_hashed(url: str, path: Path) -> tuple[dict[str, Any], int, str]:
     hasher = threading.Thread(target=hash_it, name="o41-put-sha256", daemon=True)
     hasher.start()
     try:
-        answer = put_path(url, path, size)
+        answer = put_path(url, path, size, conns, tick)
     finally:
         hasher.join()
     if failed:

@@ -30,8 +30,9 @@ from o41.errors import IntegrityError, TransportError
 from o41.local import WORKERS, LocalFile, Source, check_name, collect, hash_files
 from o41.models import FileEntry
 from o41.transport import retry
-from o41.transport.inorder import READ_BACK, InOrderHash
-from o41.transport.put import put_retried
+from o41.transport.buffers import zeroed
+from o41.transport.inorder import InOrderHash, ReadBack
+from o41.transport.put import check_answer, put_path_hashed, put_retried
 from o41.transport.signed import Connections, RangeReply, Retry, data_plane_error
 
 MIN_CHUNK = 1024 * 1024
@@ -94,6 +95,48 @@ def upload(files: list[LocalFile], urls: Mapping[str, str], *, workers: int = WO
     finally:
         bar.close()
         conns.close()
+
+
+def upload_hashed(files: list[tuple[str, Path | bytes]], urls: Mapping[str, str], *,
+                  workers: int = WORKERS, progress: bool | None = None) -> list[LocalFile]:
+    """PUT files declared by name alone (VER-6) in parallel, each file's sha256 computed
+    beside its ``sendfile`` PUT, not in a pass before it; every PUT's answer must be the
+    size and sha256 the client computed (``IntegrityError`` otherwise). Returns the files
+    with their size and sha256, in the order given, for the commit to list."""
+    conns = Connections()
+    stop = threading.Event()
+    lock = threading.Lock()
+    sent: dict[str, LocalFile] = {}
+    total = sum(len(v) if isinstance(v, bytes) else v.stat().st_size for _, v in files)
+    bar = progress_bar(total, "upload", progress)
+
+    def tick(n: int) -> None:
+        with lock:
+            bar.update(n)
+
+    def put_one(name: str, value: Path | bytes) -> None:
+        url = urls.get(name)
+        if url is None:
+            raise TransportError(f"the server gave no upload URL for {name}")
+        if stop.is_set():
+            return
+        if isinstance(value, bytes):
+            size, sha256 = len(value), hashlib.sha256(value).hexdigest()
+            answer = put_retried(conns, url, value, size, name, tick)
+            done = LocalFile(name, size, sha256, data=value)
+        else:
+            answer, size, sha256 = put_path_hashed(url, value, conns, tick)
+            done = LocalFile(name, size, sha256, path=value)
+        check_answer(name, answer, size, sha256)
+        with lock:
+            sent[name] = done
+
+    try:
+        _run_parallel([lambda n=n, v=v: put_one(n, v) for n, v in files], workers, stop)
+    finally:
+        bar.close()
+        conns.close()
+    return [sent[name] for name, _ in files]
 
 
 class _Partial:
@@ -187,7 +230,7 @@ class _Partial:
             os.close(self.log_fd)
             self.fd = self.log_fd = -1
 
-    def finish(self, scratch: memoryview) -> None:
+    def finish(self, scratch: ReadBack) -> None:
         """Check size and sha256, then rename into place; a mismatch discards the bytes."""
         size = os.fstat(self.fd).st_size
         digest = self.hash.finish(scratch)
@@ -225,11 +268,12 @@ def chunk_for(total: int, workers: int = WORKERS) -> int:
 
 
 class _Buffers(threading.local):
-    """Each worker's reused receive buffer (and a second one to read back for hashing)."""
+    """Each worker's reused receive buffer (and a second one to read back for hashing,
+    made only if a block lands out of order)."""
 
     def __init__(self) -> None:
-        self.recv = memoryview(bytearray(BLOCK))
-        self.scratch = memoryview(bytearray(READ_BACK))
+        self.recv = memoryview(zeroed(BLOCK))
+        self.scratch = ReadBack()
 
 
 def download(entries: Iterable[FileEntry], dest: str | os.PathLike[str], *,
@@ -346,4 +390,4 @@ def _check_range(reply: RangeReply, entry: FileEntry, start: int, end: int) -> N
 
 
 __all__ = ["LocalFile", "Source", "WORKERS", "chunk_for", "collect", "download", "hash_files",
-           "progress_bar", "upload"]
+           "progress_bar", "upload", "upload_hashed"]

@@ -37,6 +37,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from o41.transport.buffers import Buffer
 from o41.transport.put import BUFFER, PART, Sender, check_answer, new_part, put_whole
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class StreamFile(io.RawIOBase):
         self._url, self._done, self._lost = url, done, lost
         self.in_memory = in_memory
         self.limit = buffer
-        self._buf: bytearray | None = None  # the part being filled (a whole held file)
+        self._buf: Buffer | None = None  # the part being filled (a whole held file)
         self._fill = 0  # bytes of _buf written
         self._base = 0  # offset in the file of _buf[0]
         self._pos = 0
@@ -144,7 +145,7 @@ class StreamFile(io.RawIOBase):
                 buf, self._buf, self._fill = self._buf, None, 0
                 self._hand(buf, PART, pooled=True)
 
-    def _hand(self, part: bytes | bytearray | memoryview, n: int, pooled: bool) -> None:
+    def _hand(self, part: bytes | Buffer | memoryview, n: int, pooled: bool) -> None:
         if self._sender is None:
             self._sender = Sender(self._url(), self.limit)
         self._sender.put(part, n, pooled)

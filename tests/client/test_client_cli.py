@@ -13,6 +13,7 @@ import pytest
 import o41
 from o41 import ExitCode, checkpoint
 from o41.cli import main
+from o41.local import LocalFile
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
@@ -85,13 +86,13 @@ def test_cli_unknown_key_exit_auth(o41_env: Emulator, o41_location: str,
 def test_cli_fenced_upload_exit_fenced_one_line(o41_env: Emulator, o41_location: str,
                                                 ckpt_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    real_upload = checkpoint.upload
+    real_upload = checkpoint.upload_hashed
 
-    def upload_after_another_box_opened(*args: Any, **kwargs: Any) -> None:
+    def upload_after_another_box_opened(*args: Any, **kwargs: Any) -> list[LocalFile]:
         o41.open(o41_location, resume="latest", holder="box-that-fenced")
-        real_upload(*args, **kwargs)
+        return real_upload(*args, **kwargs)
 
-    monkeypatch.setattr(checkpoint, "upload", upload_after_another_box_opened)
+    monkeypatch.setattr(checkpoint, "upload_hashed", upload_after_another_box_opened)
     code, _, err = run_cli(capsys, "cp", str(ckpt_dir), f"{o41_location}/step-00000007")
     assert code == ExitCode.FENCED
     assert err.startswith("o41: fenced: ") and "box-that-fenced" in err

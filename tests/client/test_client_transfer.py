@@ -20,6 +20,7 @@ from o41.transport.transfer import (
     hash_files,
     progress_bar,
     upload,
+    upload_hashed,
 )
 from tests.support.client_helpers import blob
 
@@ -148,6 +149,30 @@ def test_upload_puts_every_file_body(data_server: FileServer, tmp_path: Path) ->
     assert data_server.files["up/state.json"] == b"{}"
     assert data_server.files["up/mem"] == b"bytes"
     assert {f.name: f.sha256 for f in local}["mem"] == hashlib.sha256(b"bytes").hexdigest()
+
+
+def test_upload_hashed_puts_every_file_and_returns_what_it_sent(data_server: FileServer,
+                                                                 tmp_path: Path) -> None:
+    (tmp_path / "w.bin").write_bytes(blob(3 * CHUNK))
+    (tmp_path / "e").write_bytes(b"")
+    files = collect({"d/w.bin": tmp_path / "w.bin", "e": tmp_path / "e", "mem": b"bytes"})
+    sent = upload_hashed(files, {n: data_server.url(f"up/{n}") for n, _ in files})
+    assert [(f.name, f.size, f.sha256) for f in sent] == [
+        ("d/w.bin", 3 * CHUNK, hashlib.sha256(blob(3 * CHUNK)).hexdigest()),
+        ("e", 0, hashlib.sha256(b"").hexdigest()),
+        ("mem", 5, hashlib.sha256(b"bytes").hexdigest())]
+    assert data_server.files["up/d/w.bin"] == blob(3 * CHUNK)
+    assert data_server.files["up/e"] == b"" and data_server.files["up/mem"] == b"bytes"
+
+
+@pytest.mark.parametrize("source", ["path", "bytes"])
+def test_upload_hashed_refuses_a_put_whose_answer_is_other_bytes(
+        data_server: FileServer, tmp_path: Path, source: str) -> None:
+    (tmp_path / "w.bin").write_bytes(blob(CHUNK))
+    value = tmp_path / "w.bin" if source == "path" else blob(CHUNK)
+    data_server.corrupt_puts = True
+    with pytest.raises(IntegrityError, match="w.bin: wrote .* the service received"):
+        upload_hashed(collect({"w.bin": value}), {"w.bin": data_server.url("up/w.bin")})
 
 
 def test_collect_directory_names_are_relative_posix(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import threading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from o41.transport.inorder import InOrderHash
+from o41.transport.inorder import InOrderHash, ReadBack
 
 
 @st.composite
@@ -32,7 +32,7 @@ def test_blocks_in_any_order_hash_to_the_file_digest(
         fd = f.fileno()
         os.ftruncate(fd, len(data))
         h = InOrderHash(fd, len(data))
-        scratch = memoryview(bytearray(7))  # small: read-backs take several turns
+        scratch = ReadBack(7)  # small: read-backs take several turns
         for i, (a, b) in enumerate(order):
             os.pwrite(fd, data[a:b], a)
             if i in earlier:  # written by an interrupted earlier run, noted on resume
@@ -51,7 +51,7 @@ def test_blocks_from_many_threads_hash_to_the_file_digest() -> None:
         h = InOrderHash(fd, len(data))
 
         def worker(mine: list[tuple[int, int]]) -> None:
-            scratch = memoryview(bytearray(1000))
+            scratch = ReadBack(1000)
             for a, b in mine:
                 os.pwrite(fd, data[a:b], a)
                 h.written(a, memoryview(data)[a:b], scratch)
@@ -61,4 +61,4 @@ def test_blocks_from_many_threads_hash_to_the_file_digest() -> None:
             t.start()
         for t in threads:
             t.join()
-        assert h.finish(memoryview(bytearray(1000))) == hashlib.sha256(data).hexdigest()
+        assert h.finish(ReadBack(1000)) == hashlib.sha256(data).hexdigest()

@@ -7,6 +7,8 @@ tests/conftest.py belongs to the emulator's tests.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import secrets
@@ -69,13 +71,15 @@ def o41_env(served_emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emula
 
 @dataclass
 class FileServer:
-    """Serves ``files`` by path with Range support; can cut bodies or corrupt bytes."""
+    """Serves ``files`` by path with Range support, stores PUTs and answers what they
+    received; can cut bodies or corrupt bytes."""
 
     files: dict[str, bytes] = field(default_factory=dict)
     cut_after: int | None = None
     cuts_left: int = 0
     fail_from_offset: int | None = None
-    corrupt: bool = False
+    corrupt: bool = False  # GETs serve one byte flipped
+    corrupt_puts: bool = False  # PUTs store (and answer) one byte flipped
     served: int = 0
     ranges: list[tuple[int, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -93,11 +97,20 @@ def _handler(state: FileServer) -> type[BaseHTTPRequestHandler]:
             """Quiet: tests read ``state`` instead."""
 
         def do_PUT(self) -> None:  # noqa: N802 - http.server's naming
+            """Store the body and answer what was received, as the service does (VER-6);
+            with ``corrupt_puts``, one byte of it arrives flipped."""
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            state.files[self.path.lstrip("/")] = body
+            if state.corrupt_puts and body:
+                body = bytes([body[0] ^ 1]) + body[1:]
+            name = self.path.lstrip("/")
+            state.files[name] = body
+            answer = json.dumps({"name": name, "size": len(body),
+                                 "sha256": hashlib.sha256(body).hexdigest()}).encode()
             self.send_response(200)
-            self.send_header("Content-Length", "0")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
+            self.wfile.write(answer)
 
         def do_GET(self) -> None:  # noqa: N802
             data = state.files.get(self.path.lstrip("/"))
