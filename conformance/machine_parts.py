@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.actions import file_specs, make_files
+from conformance.actions import expect_open_placed, file_specs, make_files
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE, OpenOutcome, Place, VersionModel, route_between
 from conformance.rules import check, check_equal
@@ -179,23 +179,7 @@ def check_open(
     placement = outcome.placement
     assert placement is not None
     rule = RULE_OF_KIND[placement.kind]
-    wl = body.get("write_location") or {}
-    check_equal(
-        (Place.from_json(wl) if wl else None, wl.get("route")),
-        (placement.location, placement.route),
-        rule,
-        f"write_location from {place}",
-    )
-    warnings = [str(w) for w in body.get("warnings") or []]
-    fb = fallback
-    if placement.kind == "fallback":
-        check(
-            any(fb.cloud in w and fb.region in w for w in warnings),
-            rule,
-            f"no warning naming the fallback {fb}: {warnings}",
-        )
-    elif placement.kind == "default":
-        check(warnings, rule, f"no warning for a box at {place}")
+    expect_open_placed(body, placement, fallback, rule, rule, f"an open from {place}")
 
 
 def check_version(

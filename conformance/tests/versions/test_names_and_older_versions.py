@@ -16,6 +16,7 @@ from conformance.actions import (
     edge_name,
     expect_error,
     expect_ok,
+    expect_version_refused,
     file_specs,
     make_files,
     open_box,
@@ -64,13 +65,7 @@ def test_version_names_just_outside_the_pattern_invalid(
 ) -> None:
     a = edge_box(o41_api, o41_env.prefix, "v1")
     specs = [f.as_json() for f in file_specs(make_files({"m": 3}))]
-    expect_error(
-        o41_api.write(a.artifact, a.token, version, specs),
-        400,
-        "invalid_argument",
-        "VER-1.a",
-        f"write of version {version!r}",
-    )
+    expect_version_refused(o41_api, a, version, specs, "VER-1.a")
     check_equal(o41_api.artifact(a.artifact).body.get("versions"), 0, "VER-1.a", "versions")
 
 

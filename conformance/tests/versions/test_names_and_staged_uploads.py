@@ -12,6 +12,7 @@ from conformance.actions import (
     download,
     expect_error,
     expect_ok,
+    expect_version_refused,
     file_specs,
     make_files,
     open_box,
@@ -63,13 +64,7 @@ def test_write_invalid_when_version_name_almost_valid(
 ) -> None:
     a = _box(o41_env, o41_api, "ver1a")
     specs = [f.as_json() for f in file_specs(make_files({"m": 8}))]
-    expect_error(
-        o41_api.write(a.artifact, a.token, version, specs),
-        400,
-        "invalid_argument",
-        "VER-1",
-        f"write of version {version!r}",
-    )
+    expect_version_refused(o41_api, a, version, specs, "VER-1")
     check_equal(_listed(o41_api, a.artifact), [], "VER-1", "versions after the refused write")
 
 

@@ -9,6 +9,7 @@ from conformance.actions import (
     commit_ok,
     expect_error,
     expect_ok,
+    expect_version_refused,
     file_specs,
     make_files,
     open_box,
@@ -56,13 +57,7 @@ def test_write_invalid_when_version_name_malformed(
 ) -> None:
     a = _box(o41_env, o41_api, "ver1")
     specs = [f.as_json() for f in file_specs(make_files(TINY))]
-    expect_error(
-        o41_api.write(a.artifact, a.token, version, specs),
-        400,
-        "invalid_argument",
-        "VER-1",
-        f"write of version {version!r}",
-    )
+    expect_version_refused(o41_api, a, version, specs, "VER-1")
 
 
 @pytest.mark.rule("VER-1.b")
