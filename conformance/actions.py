@@ -108,6 +108,15 @@ def start_upload(
     return up
 
 
+def expect_second_commit_refused(api: Client, box: Box, first: Upload, second: Upload,
+                                 code: str, rule: str, what: str) -> None:
+    """Of two uploads started by ``box``, ``first`` commits and then ``second``'s commit is
+    409 ``code`` (``what``)."""
+    expect_ok(api.commit(box.artifact, box.token, str(first.upload_id)), rule, "first commit")
+    expect_error(api.commit(box.artifact, box.token, str(second.upload_id)), 409, code, rule,
+                 what)
+
+
 def checkpoint(
     api: Client, artifact: str, token: str, version: str, files: Mapping[str, bytes]
 ) -> Reply:

@@ -12,6 +12,7 @@ from conformance.actions import (
     download,
     expect_error,
     expect_ok,
+    expect_second_commit_refused,
     expect_version_refused,
     file_specs,
     make_files,
@@ -119,14 +120,8 @@ def test_commit_refused_when_second_upload_has_identical_files(
     files = make_files({"m": 64, "n": 10}, 4)
     first = start_upload(o41_api, a.artifact, a.token, "step-00000005", files)
     second = start_upload(o41_api, a.artifact, a.token, "step-00000005", files)
-    expect_ok(o41_api.commit(a.artifact, a.token, str(first.upload_id)), "VER-2", "commit")
-    expect_error(
-        o41_api.commit(a.artifact, a.token, str(second.upload_id)),
-        409,
-        "version_exists",
-        "VER-2",
-        "commit of a second upload of step 5 with the same files",
-    )
+    expect_second_commit_refused(o41_api, a, first, second, "version_exists", "VER-2",
+                                 "commit of a second upload of step 5 with the same files")
 
 
 @clause("VER-2.b")
