@@ -9,15 +9,27 @@ import hashlib
 import random
 import re
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import TYPE_CHECKING
+from typing import Any
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
-from conformance.client import Client, Reply
-from conformance.model import UNKNOWN_PLACE, FileSpec, Place, Placement, Topology
-from conformance.rules import RuleViolation, check, check_equal
+from conformance.client import Client
+from conformance.client import Reply
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import FileSpec
+from conformance.model import Place
+from conformance.model import Placement
+from conformance.model import Topology
+from conformance.rules import RuleViolation
+from conformance.rules import check
+from conformance.rules import check_equal
 
 if TYPE_CHECKING:
     from conformance.env import Env

@@ -12,12 +12,23 @@ from typing import Any
 
 import pytest
 
-from conformance.client import Client, Trail, normalize_base
-from conformance.env import FEATURES, Env
-from conformance.profile import SHRINK_SECONDS, profile_settings
-from conformance.session import ENV, EXPIRY, NAMES, SEED, TRAIL, launch, secret
+from conformance.client import Client
+from conformance.client import Trail
+from conformance.client import normalize_base
+from conformance.env import FEATURES
+from conformance.env import Env
+from conformance.profile import SHRINK_SECONDS
+from conformance.profile import profile_settings
+from conformance.session import ENV
+from conformance.session import EXPIRY
+from conformance.session import NAMES
+from conformance.session import SEED
+from conformance.session import TRAIL
+from conformance.session import launch
+from conformance.session import secret
 from conformance.spawn import SpawnError
-from conformance.target import TargetError, probe
+from conformance.target import TargetError
+from conformance.target import probe
 
 
 @pytest.fixture(scope="session")

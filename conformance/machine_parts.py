@@ -8,15 +8,23 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.actions import expect_open_placed, file_specs, make_files
+from conformance.actions import expect_open_placed
+from conformance.actions import file_specs
+from conformance.actions import make_files
 from conformance.env import Env
-from conformance.model import UNKNOWN_PLACE, OpenOutcome, Place, VersionModel, route_between
-from conformance.rules import check, check_equal
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import OpenOutcome
+from conformance.model import Place
+from conformance.model import VersionModel
+from conformance.model import route_between
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.usage import Charge
 
 __all__ = [

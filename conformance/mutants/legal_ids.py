@@ -12,12 +12,18 @@ import hashlib
 import hmac
 import itertools
 import secrets
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream
-from conformance.mutants.legal_base import legal, walk
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.legal_base import legal
+from conformance.mutants.legal_base import walk
 from conformance.mutants.m_read import resend
 
 ID_KEYS = ("token", "upload")

@@ -13,10 +13,21 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl
 
-from conformance.mutants.base import Request, Response
-from conformance.mutants.reads import parse_range, request_key, resend, with_headers
-from conformance.mutants.rows import On, Row, Turn, body, retried, rows
-from conformance.mutants.tracking import api_get, key_of, versions_of
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.reads import parse_range
+from conformance.mutants.reads import request_key
+from conformance.mutants.reads import resend
+from conformance.mutants.reads import with_headers
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import body
+from conformance.mutants.rows import retried
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
 
 Json = dict[str, Any]
 READ, LIST = ("versions/read",), ("versions/list",)

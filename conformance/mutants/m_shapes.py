@@ -8,17 +8,15 @@ from typing import Any
 
 from conformance.mutants.base import Request
 from conformance.mutants.m_read import obj
-from conformance.mutants.rows import (
-    On,
-    Row,
-    body,
-    dropped,
-    headers,
-    internal_error,
-    rows,
-    set_fields,
-    versions,
-)
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import body
+from conformance.mutants.rows import dropped
+from conformance.mutants.rows import headers
+from conformance.mutants.rows import internal_error
+from conformance.mutants.rows import rows
+from conformance.mutants.rows import set_fields
+from conformance.mutants.rows import versions
 
 Json = dict[str, Any]
 #: Every reply that carries Version objects.

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from conformance.mutants.base import Response
 from conformance.mutants.reads import obj
-from conformance.mutants.rows import Bend, On, Row, Turn, noted, recalled, rows
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import noted
+from conformance.mutants.rows import recalled
+from conformance.mutants.rows import rows
 
 OPEN, READ = "artifacts/open", "artifacts/read"
 

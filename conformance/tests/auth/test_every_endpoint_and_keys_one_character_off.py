@@ -9,26 +9,26 @@ from collections.abc import Callable
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    expect_unchanged,
-    file_specs,
-    make_files,
-    names_just_outside,
-    open_box,
-    scoped_name,
-    scoped_prefixes,
-    snapshot,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import names_just_outside
+from conformance.actions import open_box
+from conformance.actions import scoped_name
+from conformance.actions import scoped_prefixes
+from conformance.actions import snapshot
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 Call = Callable[[Client], Reply]
 

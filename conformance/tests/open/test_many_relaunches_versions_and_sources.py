@@ -8,21 +8,19 @@ import secrets
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    download,
-    edge_name,
-    expect_error,
-    expect_ok,
-    expect_unchanged,
-    expect_writer_alive,
-    make_files,
-    open_box,
-    open_raw,
-    scoped_name,
-    snapshot,
-    start_upload,
-)
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import edge_name
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import expect_writer_alive
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import open_raw
+from conformance.actions import scoped_name
+from conformance.actions import snapshot
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place

@@ -8,21 +8,23 @@ import secrets
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    edge_name,
-    expect_ok,
-    expect_open_placed,
-    expect_write_placed,
-    file_specs,
-    make_files,
-    open_box,
-    open_raw,
-)
+from conformance.actions import commit_ok
+from conformance.actions import edge_name
+from conformance.actions import expect_ok
+from conformance.actions import expect_open_placed
+from conformance.actions import expect_write_placed
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import open_raw
 from conformance.client import Client
 from conformance.env import Env
-from conformance.model import UNKNOWN_PLACE, Place, Topology, route_between
-from conformance.rules import check, check_equal
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import Place
+from conformance.model import Topology
+from conformance.model import route_between
+from conformance.rules import check
+from conformance.rules import check_equal
 
 KIND_CLAUSE = {"local": "PLACE-1.a", "default": "PLACE-2.a", "fallback": "PLACE-3.a"}
 

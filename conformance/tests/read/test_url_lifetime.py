@@ -23,17 +23,19 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    expect_ok,
-    expect_served,
-    file_specs,
-    make_files,
-    open_box,
-)
-from conformance.client import Client, Reply, Trail, parse_time
+from conformance.actions import commit_ok
+from conformance.actions import expect_ok
+from conformance.actions import expect_served
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.client import Client
+from conformance.client import Reply
+from conformance.client import Trail
+from conformance.client import parse_time
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 #: How long before the claimed end the URL is sampled, on top of the second the reply's
 #: ``Date`` header may hide (it has whole seconds): the sample falls 1-2 s before the end.

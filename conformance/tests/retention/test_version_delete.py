@@ -8,25 +8,26 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    checkpoint,
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    expect_served,
-    expect_unchanged,
-    make_files,
-    open_box,
-    scoped_name,
-    snapshot,
-    start_upload,
-)
-from conformance.client import Client, Trail, parse_time
+from conformance.actions import Box
+from conformance.actions import checkpoint
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_served
+from conformance.actions import expect_unchanged
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import scoped_name
+from conformance.actions import snapshot
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Trail
+from conformance.client import parse_time
 from conformance.env import Env
 from conformance.model import Place
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.tests.read.test_url_lifetime import _sample
 
 V = [f"step-{n:08d}" for n in range(0, 6)]

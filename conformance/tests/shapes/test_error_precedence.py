@@ -8,21 +8,23 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    Snapshot,
-    commit_ok,
-    expect_error,
-    expect_ok,
-    expect_unchanged,
-    make_files,
-    open_box,
-    sha256,
-    snapshot,
-)
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import Snapshot
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import snapshot
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
-from conformance.uploads import declared, put_files, streamed, urls_of
+from conformance.uploads import declared
+from conformance.uploads import put_files
+from conformance.uploads import streamed
+from conformance.uploads import urls_of
 
 V1, V2, V3 = "step-00000001", "step-00000002", "step-00000003"
 

@@ -8,21 +8,19 @@ import secrets
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    edge_box,
-    edge_name,
-    expect_error,
-    expect_ok,
-    expect_version_refused,
-    file_specs,
-    make_files,
-    open_box,
-    sha256,
-    start_upload,
-)
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import edge_box
+from conformance.actions import edge_name
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_version_refused
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check_equal

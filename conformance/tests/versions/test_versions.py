@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    expect_error,
-    expect_ok,
-    expect_second_commit_refused,
-    expect_version_refused,
-    file_specs,
-    make_files,
-    open_box,
-    sha256,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_second_commit_refused
+from conformance.actions import expect_version_refused
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 TINY = {"m": 64}
 
