@@ -120,6 +120,13 @@ def start_upload(
     return up
 
 
+def expect_fork_forbidden(api: Client, target: str, source: str, rule: str, what: str,
+                          holder: str | None = None) -> None:
+    """A fork of ``source``'s step-00000001 into ``target`` with ``api``'s key is 403."""
+    expect_error(api.open(target, f"o41://{source}/step-00000001", None, holder), 403,
+                 "forbidden", rule, what)
+
+
 def expect_second_commit_refused(api: Client, box: Box, first: Upload, second: Upload,
                                  code: str, rule: str, what: str) -> None:
     """Of two uploads started by ``box``, ``first`` commits and then ``second``'s commit is
