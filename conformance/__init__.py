@@ -8,8 +8,12 @@ including ours. Failures are :class:`RuleViolation` (an ``AssertionError``) carr
 rule id; ``RULES`` maps every id to its one-line text.
 """
 
-from conformance.client import Client, Reply
-from conformance.model import Model, Place, Topology
-from conformance.rules import RULES, RuleViolation
+from conformance.client import Client
+from conformance.client import Reply
+from conformance.model import Model
+from conformance.model import Place
+from conformance.model import Topology
+from conformance.rules import RULES
+from conformance.rules import RuleViolation
 
 __all__ = ["RULES", "Client", "Model", "Place", "Reply", "RuleViolation", "Topology"]

@@ -9,15 +9,27 @@ import hashlib
 import random
 import re
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import TYPE_CHECKING
+from typing import Any
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
-from conformance.client import Client, Reply
-from conformance.model import UNKNOWN_PLACE, FileSpec, Place, Placement, Topology
-from conformance.rules import RuleViolation, check, check_equal
+from conformance.client import Client
+from conformance.client import Reply
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import FileSpec
+from conformance.model import Place
+from conformance.model import Placement
+from conformance.model import Topology
+from conformance.rules import RuleViolation
+from conformance.rules import check
+from conformance.rules import check_equal
 
 if TYPE_CHECKING:
     from conformance.env import Env
@@ -108,6 +120,22 @@ def start_upload(
     return up
 
 
+def expect_fork_forbidden(api: Client, target: str, source: str, rule: str, what: str,
+                          holder: str | None = None) -> None:
+    """A fork of ``source``'s step-00000001 into ``target`` with ``api``'s key is 403."""
+    expect_error(api.open(target, f"o41://{source}/step-00000001", None, holder), 403,
+                 "forbidden", rule, what)
+
+
+def expect_second_commit_refused(api: Client, box: Box, first: Upload, second: Upload,
+                                 code: str, rule: str, what: str) -> None:
+    """Of two uploads started by ``box``, ``first`` commits and then ``second``'s commit is
+    409 ``code`` (``what``)."""
+    expect_ok(api.commit(box.artifact, box.token, str(first.upload_id)), rule, "first commit")
+    expect_error(api.commit(box.artifact, box.token, str(second.upload_id)), 409, code, rule,
+                 what)
+
+
 def checkpoint(
     api: Client, artifact: str, token: str, version: str, files: Mapping[str, bytes]
 ) -> Reply:
@@ -194,6 +222,17 @@ def download(api: Client, version: Mapping[str, Any], parts: int = 1) -> dict[st
     return out
 
 
+def expect_served(api: Client, url: str, data: bytes, span: tuple[int, int], clause: str,
+                  what: str) -> None:
+    """A GET of ``url`` answers 200 and ``data``; a GET of the inclusive range ``span``, 206
+    and those bytes (``what`` names the URL and when it was tried)."""
+    got = api.fetch(url)
+    check_equal((got.status, got.content == data), (200, True), clause, f"GET of {what}")
+    part = api.fetch(url, byte_range=span)
+    check_equal((part.status, part.content), (206, data[span[0]:span[1] + 1]), clause,
+                f"ranged GET of {what}")
+
+
 @dataclass
 class Box:
     """One training box: its holder id, place, and the token and epoch of its open."""
@@ -204,6 +243,13 @@ class Box:
     token: str
     epoch: int
     opened: dict[str, Any]
+
+
+def expect_version_refused(api: Client, box: Box, version: str, specs: list[dict[str, Any]],
+                           rule: str) -> None:
+    """A write of ``version`` (a name that is no version name) is 400 invalid_argument."""
+    expect_error(api.write(box.artifact, box.token, version, specs), 400, "invalid_argument",
+                 rule, f"write of version {version!r}")
 
 
 def open_box(
@@ -244,6 +290,22 @@ def a_version_in_each_cloud(
         commit_ok(api, open_box(api, name, "box-a", home), "step-00000001",
                   make_files(sizes, seed), rule)
         yield cloud, home, name
+
+
+def expect_open_placed(body: Mapping[str, Any], want: Placement, fallback: Place, rule: str,
+                       warned: str, what: str) -> None:
+    """An open's answer (``what``): writes go to ``want``'s location and route (``rule``); a
+    default placement is warned about, a fallback one by a warning naming ``fallback``
+    (``warned``)."""
+    wl = body.get("write_location") or {}
+    check_equal((Place.from_json(wl) if wl else None, wl.get("route")),
+                (want.location, want.route), rule, f"write_location of {what}")
+    warnings = [str(w) for w in body.get("warnings") or []]
+    if want.kind == "default":
+        check(warnings, warned, f"no warning for {what}")
+    elif want.kind == "fallback":
+        check(any(fallback.cloud in w and fallback.region in w for w in warnings), warned,
+              f"{what}: no warning naming the fallback {fallback}: {warnings}")
 
 
 def expect_write_placed(

@@ -16,10 +16,12 @@ import random
 import re
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from conformance.client import Client, Trail
+from conformance.client import Client
+from conformance.client import Trail
 from conformance.model import Topology
 
 __all__ = ["FEATURES", "Env", "ScopedKey"]

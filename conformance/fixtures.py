@@ -12,12 +12,23 @@ from typing import Any
 
 import pytest
 
-from conformance.client import Client, Trail, normalize_base
-from conformance.env import FEATURES, Env
-from conformance.profile import SHRINK_SECONDS, profile_settings
-from conformance.session import ENV, EXPIRY, NAMES, SEED, TRAIL, launch, secret
+from conformance.client import Client
+from conformance.client import Trail
+from conformance.client import normalize_base
+from conformance.env import FEATURES
+from conformance.env import Env
+from conformance.profile import SHRINK_SECONDS
+from conformance.profile import profile_settings
+from conformance.session import ENV
+from conformance.session import EXPIRY
+from conformance.session import NAMES
+from conformance.session import SEED
+from conformance.session import TRAIL
+from conformance.session import launch
+from conformance.session import secret
 from conformance.spawn import SpawnError
-from conformance.target import TargetError, probe
+from conformance.target import TargetError
+from conformance.target import probe
 
 
 @pytest.fixture(scope="session")
@@ -89,22 +100,24 @@ def o41_api(o41_env: Env, o41_trail: Trail) -> Client:
     return o41_env.client(trail=o41_trail)
 
 
+def _client_with(env: Env, trail: Trail, capability: str, key: str | None) -> Client:
+    """A client with ``key``, or the test skipped when the target lacks ``capability``."""
+    ok, reason = env.capability(capability)
+    if not ok:
+        pytest.skip(reason)
+    return env.client(key=key, trail=trail)
+
+
 @pytest.fixture
 def o41_reader(o41_env: Env, o41_trail: Trail) -> Client:
     """A client with the read-only key (tests using it carry the ``read_key`` marker)."""
-    ok, reason = o41_env.capability("read_key")
-    if not ok:
-        pytest.skip(reason)
-    return o41_env.client(key=o41_env.read_key, trail=o41_trail)
+    return _client_with(o41_env, o41_trail, "read_key", o41_env.read_key)
 
 
 @pytest.fixture
 def o41_scoped(o41_env: Env, o41_trail: Trail) -> Client:
     """A client with the prefix-scoped key (tests using it carry the ``scoped_key`` marker)."""
-    ok, reason = o41_env.capability("scoped_key")
-    if not ok:
-        pytest.skip(reason)
-    return o41_env.client(key=o41_env.scoped_key, trail=o41_trail)
+    return _client_with(o41_env, o41_trail, "scoped_key", o41_env.scoped_key)
 
 
 @pytest.fixture

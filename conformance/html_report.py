@@ -29,9 +29,14 @@ def _status(value: str) -> str:
     return f'<span class="{escape(value.replace(" ", "-"))}">{escape(value.upper())}</span>'
 
 
+def _table(heads: tuple[str, ...], rows: list[str]) -> str:
+    """A table: a header row of ``heads`` (plain text), then ``rows`` (each a ``<tr>``)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in heads)
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
 def _counts_table(title: str, rows: dict[str, dict[str, Any]], text: bool) -> str:
-    head = f"<tr><th>{escape(title)}</th>" + ("<th>text</th>" if text else "")
-    head += "<th>passed</th><th>failed</th><th>skipped</th><th>status</th></tr>"
+    heads = (title, *(("text",) if text else ()), "passed", "failed", "skipped", "status")
     body = []
     for ident, row in rows.items():
         cells = f"<td>{escape(ident)}</td>"
@@ -43,7 +48,7 @@ def _counts_table(title: str, rows: dict[str, dict[str, Any]], text: bool) -> st
         note = f" {escape(f'(run with {why})' if row.get('run_with') else why)}" if why else ""
         body.append(f"<tr>{cells}<td class=long>{_status(str(row.get('status', '')))}{note}"
                     "</td></tr>")
-    return f"<table>{head}{''.join(body)}</table>"
+    return _table(heads, body)
 
 
 def _capabilities(data: dict[str, Any]) -> str:
@@ -67,9 +72,7 @@ def _capabilities(data: dict[str, Any]) -> str:
             f'<td class="n">{group["passed"]}</td><td class="n">{group["failed"]}</td>'
             f'<td class="n">{group["skipped"]}</td><td class=long>{escape(str(why))}</td></tr>'
         )
-    head = ("<tr><th>capability</th><th>kind</th><th>status</th><th>passed</th><th>failed</th>"
-            "<th>skipped</th><th>note</th></tr>")
-    return f"<table>{head}{''.join(rows)}</table>"
+    return _table(("capability", "kind", "status", "passed", "failed", "skipped", "note"), rows)
 
 
 def _failures(data: dict[str, Any]) -> str:
@@ -100,9 +103,7 @@ def _tests(data: dict[str, Any]) -> str:
             f"<td>{escape(' '.join(t.get('features', [])) or 'base')}</td>"
             f'<td class="n">{t.get("duration", 0):.2f}</td><td class=long>{escape(note)}</td></tr>'
         )
-    head = ("<tr><th>test</th><th>outcome</th><th>ids</th><th>capability</th><th>s</th>"
-            "<th>note</th></tr>")
-    return f"<table>{head}{''.join(rows)}</table>"
+    return _table(("test", "outcome", "ids", "capability", "s", "note"), rows)
 
 
 def render_html(data: dict[str, Any]) -> str:

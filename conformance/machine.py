@@ -21,35 +21,33 @@ from functools import partial
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    Bundle,
-    RuleBasedStateMachine,
-    invariant,
-    precondition,
-    rule,
-)
+from hypothesis.stateful import Bundle
+from hypothesis.stateful import RuleBasedStateMachine
+from hypothesis.stateful import invariant
+from hypothesis.stateful import precondition
+from hypothesis.stateful import rule
 
-from conformance.actions import download, expect_error, expect_ok
-from conformance.client import Reply, Trail
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.client import Reply
+from conformance.client import Trail
 from conformance.env import Env
 from conformance.machine_opens import OpenMoves
-from conformance.machine_parts import (
-    ALIASES,
-    Files,
-    MBox,
-    Staged,
-    check_version,
-    places_for,
-)
+from conformance.machine_parts import ALIASES
+from conformance.machine_parts import Files
+from conformance.machine_parts import MBox
+from conformance.machine_parts import Staged
+from conformance.machine_parts import check_version
+from conformance.machine_parts import places_for
 from conformance.machine_retention import RetentionMoves
 from conformance.machine_streams import StreamMoves
 from conformance.machine_uploads import UploadMoves
-from conformance.model import (
-    Model,
-    Place,
-    VersionModel,
-)
-from conformance.rules import check, check_equal
+from conformance.model import Model
+from conformance.model import Place
+from conformance.model import VersionModel
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.usage import UsageModel
 
 __all__ = ["ArtifactsMachine"]

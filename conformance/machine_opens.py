@@ -10,14 +10,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, invariant, multiple, precondition, rule
+from hypothesis.stateful import Bundle
+from hypothesis.stateful import invariant
+from hypothesis.stateful import multiple
+from hypothesis.stateful import precondition
+from hypothesis.stateful import rule
 
-from conformance.actions import expect_error, expect_ok, file_specs, open_raw
-from conformance.machine_parts import ALIASES, SMALL_FILES, Files, MBox, check_open, places_for
-from conformance.model import FileSpec, Model, OpenOutcome, Place, parse_fork, version_name
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import file_specs
+from conformance.actions import open_raw
+from conformance.machine_parts import ALIASES
+from conformance.machine_parts import SMALL_FILES
+from conformance.machine_parts import Files
+from conformance.machine_parts import MBox
+from conformance.machine_parts import check_open
+from conformance.machine_parts import places_for
+from conformance.model import FileSpec
+from conformance.model import Model
+from conformance.model import OpenOutcome
+from conformance.model import Place
+from conformance.model import parse_fork
+from conformance.model import version_name
 from conformance.rules import RuleViolation
 
 if TYPE_CHECKING:

@@ -8,15 +8,23 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.actions import file_specs, make_files
+from conformance.actions import expect_open_placed
+from conformance.actions import file_specs
+from conformance.actions import make_files
 from conformance.env import Env
-from conformance.model import UNKNOWN_PLACE, OpenOutcome, Place, VersionModel, route_between
-from conformance.rules import check, check_equal
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import OpenOutcome
+from conformance.model import Place
+from conformance.model import VersionModel
+from conformance.model import route_between
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.usage import Charge
 
 __all__ = [
@@ -179,23 +187,7 @@ def check_open(
     placement = outcome.placement
     assert placement is not None
     rule = RULE_OF_KIND[placement.kind]
-    wl = body.get("write_location") or {}
-    check_equal(
-        (Place.from_json(wl) if wl else None, wl.get("route")),
-        (placement.location, placement.route),
-        rule,
-        f"write_location from {place}",
-    )
-    warnings = [str(w) for w in body.get("warnings") or []]
-    fb = fallback
-    if placement.kind == "fallback":
-        check(
-            any(fb.cloud in w and fb.region in w for w in warnings),
-            rule,
-            f"no warning naming the fallback {fb}: {warnings}",
-        )
-    elif placement.kind == "default":
-        check(warnings, rule, f"no warning for a box at {place}")
+    expect_open_placed(body, placement, fallback, rule, rule, f"an open from {place}")
 
 
 def check_version(

@@ -11,21 +11,35 @@ the latest), and a URL handed out before the delete still serves its bytes (VER-
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, invariant, precondition, rule
+from hypothesis.stateful import Bundle
+from hypothesis.stateful import invariant
+from hypothesis.stateful import precondition
+from hypothesis.stateful import rule
 
-from conformance.actions import expect_error, expect_ok, file_specs, make_files
-from conformance.client import Reply, parse_time
-from conformance.machine_parts import SMALL_FILES, Files, MBox, Staged
-from conformance.model import Place, version_name
-from conformance.rules import check, check_equal
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.client import Reply
+from conformance.client import parse_time
+from conformance.machine_parts import SMALL_FILES
+from conformance.machine_parts import Files
+from conformance.machine_parts import MBox
+from conformance.machine_parts import Staged
+from conformance.model import Place
+from conformance.model import version_name
+from conformance.rules import check
+from conformance.rules import check_equal
 
 if TYPE_CHECKING:
     from conformance.client import Client
     from conformance.env import Env
-    from conformance.model import Model, VersionModel
+    from conformance.model import Model
+    from conformance.model import VersionModel
     from conformance.usage import UsageModel
 
 __all__ = ["RetentionMoves"]

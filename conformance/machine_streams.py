@@ -12,15 +12,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, multiple, rule
+from hypothesis.stateful import Bundle
+from hypothesis.stateful import multiple
+from hypothesis.stateful import rule
 
-from conformance.actions import expect_error, expect_ok, file_specs, sha256
-from conformance.machine_parts import RULE_OF_KIND, Files, MBox, Pending, small_files
-from conformance.model import Place, parse_step, version_name
-from conformance.rules import check, check_equal
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import file_specs
+from conformance.actions import sha256
+from conformance.machine_parts import RULE_OF_KIND
+from conformance.machine_parts import Files
+from conformance.machine_parts import MBox
+from conformance.machine_parts import Pending
+from conformance.machine_parts import small_files
+from conformance.model import Place
+from conformance.model import parse_step
+from conformance.model import version_name
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.uploads import expect_put_answer
 
 if TYPE_CHECKING:

@@ -12,24 +12,34 @@ Uploads of many writes and streamed files are :mod:`conformance.machine_streams`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, consumes, multiple, precondition, rule
+from hypothesis.stateful import Bundle
+from hypothesis.stateful import consumes
+from hypothesis.stateful import multiple
+from hypothesis.stateful import precondition
+from hypothesis.stateful import rule
 
-from conformance.actions import expect_error, expect_ok, expect_write_placed, file_specs
-from conformance.machine_parts import (
-    ALIASES,
-    FILES,
-    RULE_OF_KIND,
-    SMALL_FILES,
-    Files,
-    MBox,
-    Pending,
-    Staged,
-)
-from conformance.model import Model, Place, VersionModel, version_name
-from conformance.rules import check, check_equal
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_write_placed
+from conformance.actions import file_specs
+from conformance.machine_parts import ALIASES
+from conformance.machine_parts import FILES
+from conformance.machine_parts import RULE_OF_KIND
+from conformance.machine_parts import SMALL_FILES
+from conformance.machine_parts import Files
+from conformance.machine_parts import MBox
+from conformance.machine_parts import Pending
+from conformance.machine_parts import Staged
+from conformance.model import Model
+from conformance.model import Place
+from conformance.model import VersionModel
+from conformance.model import version_name
+from conformance.rules import check
+from conformance.rules import check_equal
 
 if TYPE_CHECKING:
     from conformance.client import Client

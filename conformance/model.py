@@ -9,7 +9,8 @@ and checks that they increase (FENCE-1).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from conformance.rules import check

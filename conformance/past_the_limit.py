@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.transport import DEADLINES, watch_for
+from conformance.transport import DEADLINES
+from conformance.transport import watch_for
 
 __all__ = ["EarlyAnswer", "put_declared_past"]
 

@@ -22,22 +22,26 @@ from conformance.env import FEATURES
 from conformance.evidence import NOT_TESTED
 from conformance.html_report import render_html
 from conformance.profile import choose_seed
-from conformance.report import BASE, Collector, rule_of, unreachable
+from conformance.report import BASE
+from conformance.report import Collector
+from conformance.report import rule_of
+from conformance.report import unreachable
 from conformance.rules import RULES
-from conformance.session import (
-    COLLECTOR,
-    ENV,
-    NAMES,
-    SECRET_ENV,
-    SECRETS,
-    SEED,
-    TRAIL,
-    open_target,
-    run_names,
-    secret,
-)
-from conformance.shown import Secrets, mask_argv, scrub
-from conformance.target import TargetError, probe
+from conformance.session import COLLECTOR
+from conformance.session import ENV
+from conformance.session import NAMES
+from conformance.session import SECRET_ENV
+from conformance.session import SECRETS
+from conformance.session import SEED
+from conformance.session import TRAIL
+from conformance.session import open_target
+from conformance.session import run_names
+from conformance.session import secret
+from conformance.shown import Secrets
+from conformance.shown import mask_argv
+from conformance.shown import scrub
+from conformance.target import TargetError
+from conformance.target import probe
 from conformance.transport import DEADLINES
 
 pytest_plugins = ["conformance.options", "conformance.fixtures", "conformance.deadlines"]

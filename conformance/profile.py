@@ -36,7 +36,9 @@ def profile_settings(name: str) -> Any:
     """Hypothesis settings of a profile, for the state machine only (never loaded globally:
     a project's own tests keep their profile). Imported lazily: collecting the suite without
     the state machine stays hypothesis-free."""
-    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import HealthCheck
+    from hypothesis import Phase
+    from hypothesis import settings
 
     examples, steps = PROFILES[name]
     return settings(

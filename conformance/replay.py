@@ -15,14 +15,26 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import Box, expect_error, expect_ok, start_upload
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
 from conformance.model import Place
-from conformance.replay_reads import ReadSteps, as_place
-from conformance.replay_rules import OK_RULE, ROUTE_RULE, WARNING_RULE, error_rule
-from conformance.rules import RuleViolation, check
-from conformance.scenarios import STATUS_OF, Scenario, Step, parse_size
+from conformance.replay_reads import ReadSteps
+from conformance.replay_reads import as_place
+from conformance.replay_rules import OK_RULE
+from conformance.replay_rules import ROUTE_RULE
+from conformance.replay_rules import WARNING_RULE
+from conformance.replay_rules import error_rule
+from conformance.rules import RuleViolation
+from conformance.rules import check
+from conformance.scenarios import STATUS_OF
+from conformance.scenarios import Scenario
+from conformance.scenarios import Step
+from conformance.scenarios import parse_size
 
 __all__ = ["ScenarioRunner"]
 

@@ -3,10 +3,14 @@ user sees of versions, their places and bytes, and of the artifact's state)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from conformance.actions import Box, download, expect_ok
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import download
+from conformance.actions import expect_ok
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.model import Place
 from conformance.scenarios import Step
 

@@ -20,15 +20,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from conformance import rules as _rules
 from conformance.client import TargetUnreachable
 from conformance.env import FEATURES
-from conformance.evidence import NOT_TESTED, clause_status, group_status, hint_of, rule_status
-from conformance.rules import RULES, rules_of
+from conformance.evidence import NOT_TESTED
+from conformance.evidence import clause_status
+from conformance.evidence import group_status
+from conformance.evidence import hint_of
+from conformance.evidence import rule_status
+from conformance.rules import RULES
+from conformance.rules import rules_of
 from conformance.shown import safe
 
 __all__ = ["BASE", "Collector", "TestResult", "clause_text", "rule_of", "unreachable"]

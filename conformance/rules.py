@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from conformance.clauses import CLAUSES, RULES
+from conformance.clauses import CLAUSES
+from conformance.clauses import RULES
 
 __all__ = [
     "CLAUSES",

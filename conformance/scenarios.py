@@ -23,7 +23,8 @@ replay harness reads too), or from ``--scenarios DIR``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 

@@ -16,11 +16,15 @@ from typing import Any
 import pytest
 
 from conformance.client import normalize_base
-from conformance.env import Env, ScopedKey
+from conformance.env import Env
+from conformance.env import ScopedKey
 from conformance.model import Topology
 from conformance.shown import Secrets
-from conformance.spawn import SpawnedEmulator, SpawnError, emulator_config
-from conformance.target import TargetError, probe
+from conformance.spawn import SpawnedEmulator
+from conformance.spawn import SpawnError
+from conformance.spawn import emulator_config
+from conformance.target import TargetError
+from conformance.target import probe
 
 __all__ = [
     "COLLECTOR",

@@ -15,7 +15,9 @@ from typing import Any
 import requests
 
 from conformance.shown import safe
-from conformance.transport import DEADLINES, RequestDeadline, bounded_request
+from conformance.transport import DEADLINES
+from conformance.transport import RequestDeadline
+from conformance.transport import bounded_request
 
 __all__ = ["TargetError", "probe"]
 

@@ -22,9 +22,13 @@ from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError
+from urllib3.connection import HTTPConnection
+from urllib3.connection import HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool
+from urllib3.connectionpool import HTTPSConnectionPool
+from urllib3.exceptions import DecodeError
+from urllib3.exceptions import ProtocolError
+from urllib3.exceptions import ReadTimeoutError
 
 __all__ = [
     "DEADLINES", "Deadlines", "RequestDeadline", "Watch", "bounded_request", "watch_for"

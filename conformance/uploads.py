@@ -14,9 +14,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.actions import download, expect_ok, sha256
-from conformance.client import Client, Reply
-from conformance.rules import check, check_equal
+from conformance.actions import download
+from conformance.actions import expect_ok
+from conformance.actions import sha256
+from conformance.client import Client
+from conformance.client import Reply
+from conformance.rules import check
+from conformance.rules import check_equal
 
 __all__ = [
     "declared",

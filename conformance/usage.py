@@ -11,11 +11,17 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from conformance.model import DEFAULT_PRICES, ROUTES, Place, price_per_gb, route_between
-from conformance.rules import RuleViolation, check
+from conformance.model import DEFAULT_PRICES
+from conformance.model import ROUTES
+from conformance.model import Place
+from conformance.model import price_per_gb
+from conformance.model import route_between
+from conformance.rules import RuleViolation
+from conformance.rules import check
 
 __all__ = ["Charge", "UsageModel", "close"]
 

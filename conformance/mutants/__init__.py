@@ -8,7 +8,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from conformance.mutants.base import MUTANTS, Mutant, Request, Response, Upstream, mutant
+from conformance.mutants.base import MUTANTS
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.base import mutant
 
 __all__ = ["MUTANTS", "Mutant", "Request", "Response", "Upstream", "load_all", "mutant"]
 

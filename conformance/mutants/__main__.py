@@ -13,7 +13,8 @@ import sys
 
 from conformance.mutants import MUTANTS
 from conformance.mutants.base import Mutant
-from conformance.mutants.proxy import HttpUpstream, MutantProxy
+from conformance.mutants.proxy import HttpUpstream
+from conformance.mutants.proxy import MutantProxy
 
 
 def make_mutant(name: str) -> Mutant:

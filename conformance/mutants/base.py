@@ -14,8 +14,12 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Protocol
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from typing import Any
+from typing import ClassVar
+from typing import Protocol
 
 __all__ = [
     "MUTANTS", "Mutant", "Request", "Response", "Upstream", "api_request", "emptied", "error_code",

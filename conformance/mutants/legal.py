@@ -13,12 +13,20 @@ still PASS. A test that fails under one over-specifies the contract.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream
-from conformance.mutants.legal_base import LEGAL, legal, walk
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.legal_base import LEGAL
+from conformance.mutants.legal_base import legal
+from conformance.mutants.legal_base import walk
 
 __all__ = ["LEGAL", "Chain", "JsonVariant", "WalkedVariant", "legal", "make_variant", "walk"]
 

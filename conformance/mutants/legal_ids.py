@@ -12,12 +12,18 @@ import hashlib
 import hmac
 import itertools
 import secrets
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream
-from conformance.mutants.legal_base import legal, walk
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.legal_base import legal
+from conformance.mutants.legal_base import walk
 from conformance.mutants.m_read import resend
 
 ID_KEYS = ("token", "upload")
@@ -84,6 +90,11 @@ class OpaqueIds(Mutant):
         return resp.with_json(walk(reply, swap))
 
 
+def _leaf(url: str) -> str:
+    """The last part of a URL's path, the name a reshaped URL keeps."""
+    return urlsplit(url).path.rsplit("/", 1)[-1] or "f"
+
+
 @legal
 class ReshapedUrls(Mutant):
     """Signed URLs of another shape: ``/blob/<n>/<file>?sig=<hmac>``, checked here and then
@@ -95,8 +106,10 @@ class ReshapedUrls(Mutant):
     prefix = "/blob/"
 
     def shape(self, origin: str, n: int, real: str) -> str:
-        leaf = urlsplit(real).path.rsplit("/", 1)[-1] or "f"
-        return f"{origin}/blob/{n}/{leaf}?sig={self._sign(n)}"
+        return f"{origin}{self.prefix}{n}/{_leaf(real)}?sig={self.signature(n)}"
+
+    def signature(self, n: int) -> str:
+        return self._sign(n)
 
     def check(self, request: Request) -> int | None:
         """The URL's number when its signature matches, else None."""
@@ -104,7 +117,7 @@ class ReshapedUrls(Mutant):
         n = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
         with self.lock:
             real = self.state.get(n)
-        if real is None or parts[3] != (urlsplit(real).path.rsplit("/", 1)[-1] or "f"):
+        if real is None or parts[3] != _leaf(real):
             return None
         return n if hmac.compare_digest(request.arg("sig") or "", self._sign(n)) else None
 
@@ -155,9 +168,8 @@ class HexSignaturesAnyCase(ReshapedUrls):
     summary = "signed URLs with an upper-case hex signature that is read in any case"
     prefix = "/hexblob/"
 
-    def shape(self, origin: str, n: int, real: str) -> str:
-        leaf = urlsplit(real).path.rsplit("/", 1)[-1] or "f"
-        return f"{origin}/hexblob/{n}/{leaf}?sig={self._sign(n).upper()}"
+    def signature(self, n: int) -> str:
+        return self._sign(n).upper()
 
     def check(self, request: Request) -> int | None:
         sig = request.arg("sig") or ""

@@ -15,19 +15,21 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
-from conformance.mutants.legal import LEGAL, make_variant
-from conformance.mutants.proxy import HttpUpstream, MutantProxy
-from conformance.mutants.runner import (
-    Target,
-    add_target_options,
-    pytest_command,
-    suite_env,
-    suite_options,
-    target_of,
-)
+from conformance.mutants.legal import LEGAL
+from conformance.mutants.legal import make_variant
+from conformance.mutants.proxy import HttpUpstream
+from conformance.mutants.proxy import MutantProxy
+from conformance.mutants.runner import Target
+from conformance.mutants.runner import add_target_options
+from conformance.mutants.runner import pytest_command
+from conformance.mutants.runner import suite_env
+from conformance.mutants.runner import suite_options
+from conformance.mutants.runner import target_of
 from conformance.spawn import SpawnedEmulator
 
 __all__ = ["Verdict", "main", "run_variant"]

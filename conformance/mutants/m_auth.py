@@ -6,17 +6,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.mutants.base import Request, Response, ok_or
-from conformance.mutants.rows import On, Row, Turn, error, rows
-from conformance.mutants.tracking import (
-    api_get,
-    artifact_info,
-    artifact_of,
-    body_of,
-    key_of,
-    open_latest,
-    with_key,
-)
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import ok_or
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import error
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import artifact_info
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import open_latest
+from conformance.mutants.tracking import with_key
 
 OPEN, READS = ("artifacts/open",), ("versions/read", "versions/list", "artifacts/read",
                                      "usage/read")

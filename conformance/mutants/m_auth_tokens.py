@@ -8,11 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.mutants.base import Request, Response, emptied
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import emptied
 from conformance.mutants.m_version_names import decoded
-from conformance.mutants.open_bends import as_writer_of_new, refusal_names_holder
-from conformance.mutants.rows import On, Row, Turn, refused_when, retried, rows
-from conformance.mutants.tracking import api_get, artifact_of, body_of, key_of, with_key
+from conformance.mutants.open_bends import as_writer_of_new
+from conformance.mutants.open_bends import refusal_names_holder
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import refused_when
+from conformance.mutants.rows import retried
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import with_key
 from conformance.mutants.usage_replies import retotal
 
 WRITES = ("versions/write", "versions/commit")

@@ -6,9 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.m_place import capitalised, cloud_of, place_of, unknown_cloud
-from conformance.mutants.reads import committed, obj
-from conformance.mutants.rows import Bend, On, Row, Turn, changed, rows
+from conformance.mutants.m_place import capitalised
+from conformance.mutants.m_place import cloud_of
+from conformance.mutants.m_place import place_of
+from conformance.mutants.m_place import unknown_cloud
+from conformance.mutants.reads import committed
+from conformance.mutants.reads import obj
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import changed
+from conformance.mutants.rows import rows
 
 Json = dict[str, Any]
 OPEN, READ = ("artifacts/open",), ("versions/read",)

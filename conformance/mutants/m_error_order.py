@@ -8,18 +8,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, api_request
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.base import api_request
 from conformance.mutants.open_bends import SOURCE
-from conformance.mutants.rows import Bend, On, Row, Turn, error, refused_when, retried, rows
-from conformance.mutants.tracking import (
-    api_get,
-    artifact_info,
-    artifact_of,
-    body_of,
-    key_of,
-    versions_of,
-    with_key,
-)
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import error
+from conformance.mutants.rows import refused_when
+from conformance.mutants.rows import retried
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import artifact_info
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
+from conformance.mutants.tracking import with_key
 
 READS = ("versions/read", "versions/list", "artifacts/read")
 OPEN, WRITE, COMMIT, DELETE = ("artifacts/open",), ("versions/write",), ("versions/commit",), \

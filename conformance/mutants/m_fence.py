@@ -5,19 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
-from conformance.mutants.rows import Bend, On, Row, Turn, rows
-from conformance.mutants.tracking import (
-    OpenInfo,
-    Tracked,
-    UploadInfo,
-    artifact_info,
-    artifact_of,
-    body_of,
-    key_of,
-    open_latest,
-    replay_upload,
-)
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.base import mutant
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import OpenInfo
+from conformance.mutants.tracking import Tracked
+from conformance.mutants.tracking import UploadInfo
+from conformance.mutants.tracking import artifact_info
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import open_latest
+from conformance.mutants.tracking import replay_upload
 
 OPEN, WRITE, COMMIT = ("artifacts/open",), ("versions/write",), ("versions/commit",)
 

@@ -10,29 +10,31 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Request, Response
-from conformance.mutants.m_fence import (
-    _is_open,
-    fenced_as,
-    fenced_error,
-    open_refused,
-    reopened_for_newest,
-    stale_commit_replayed,
-    stale_write_retried,
-    upload_adopted,
-)
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.m_fence import _is_open
+from conformance.mutants.m_fence import fenced_as
+from conformance.mutants.m_fence import fenced_error
+from conformance.mutants.m_fence import open_refused
+from conformance.mutants.m_fence import reopened_for_newest
+from conformance.mutants.m_fence import stale_commit_replayed
+from conformance.mutants.m_fence import stale_write_retried
+from conformance.mutants.m_fence import upload_adopted
 from conformance.mutants.open_bends import SOURCE
-from conformance.mutants.rows import Bend, On, Row, Turn, retried, rows
-from conformance.mutants.tracking import (
-    Facts,
-    OpenInfo,
-    UploadInfo,
-    artifact_of,
-    body_of,
-    key_of,
-    versions_of,
-    with_key,
-)
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import retried
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import Facts
+from conformance.mutants.tracking import OpenInfo
+from conformance.mutants.tracking import UploadInfo
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
+from conformance.mutants.tracking import with_key
 
 OPEN, WRITE, COMMIT = ("artifacts/open",), ("versions/write",), ("versions/commit",)
 

@@ -8,27 +8,32 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Request, Response, error_code
-from conformance.mutants.open_bends import (
-    SOURCE,
-    as_writer_of_new,
-    fork_source,
-    noted_forks,
-    refusal_names_holder,
-    resumed,
-    version_read,
-)
-from conformance.mutants.rows import Bend, On, Row, Turn, error, refused_when, retried, rows
-from conformance.mutants.tracking import (
-    api_get,
-    artifact_info,
-    artifact_of,
-    body_of,
-    key_of,
-    open_latest,
-    versions_of,
-    with_key,
-)
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import error_code
+from conformance.mutants.open_bends import SOURCE
+from conformance.mutants.open_bends import as_writer_of_new
+from conformance.mutants.open_bends import fork_source
+from conformance.mutants.open_bends import noted_forks
+from conformance.mutants.open_bends import refusal_names_holder
+from conformance.mutants.open_bends import resumed
+from conformance.mutants.open_bends import version_read
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import error
+from conformance.mutants.rows import refused_when
+from conformance.mutants.rows import retried
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import artifact_info
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import open_latest
+from conformance.mutants.tracking import versions_of
+from conformance.mutants.tracking import with_key
 
 __all__ = ["SOURCE"]
 

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.mutants.base import Request, Response
-from conformance.mutants.rows import On, Row, Turn, error, rows
-from conformance.mutants.tracking import artifact_of, body_of
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import error
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
 
 #: Every call that names an artifact, in its body or its query.
 NAMING = ("artifacts/open", "versions/write", "versions/commit", "versions/delete",

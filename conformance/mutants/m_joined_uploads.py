@@ -8,19 +8,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Request, Response, error_code, ok_or
-from conformance.mutants.rows import (
-    On,
-    Row,
-    Turn,
-    noted,
-    recalled,
-    refused_when,
-    rows,
-    sent_upload,
-    set_fields,
-)
-from conformance.mutants.tracking import body_of, key_of
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import error_code
+from conformance.mutants.base import ok_or
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import noted
+from conformance.mutants.rows import recalled
+from conformance.mutants.rows import refused_when
+from conformance.mutants.rows import rows
+from conformance.mutants.rows import sent_upload
+from conformance.mutants.rows import set_fields
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
 
 
 def _joining(request: Request) -> bool:

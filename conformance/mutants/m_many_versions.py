@@ -8,8 +8,16 @@ from typing import Any
 
 from conformance.mutants.base import Response
 from conformance.mutants.open_bends import SOURCE
-from conformance.mutants.rows import On, Row, Turn, body, retried, rows
-from conformance.mutants.tracking import api_get, body_of, key_of, versions_of
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import body
+from conformance.mutants.rows import retried
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
 
 Json = dict[str, Any]
 PAGE = 10

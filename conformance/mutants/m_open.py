@@ -9,24 +9,27 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.mutants.base import Request, Response, error_code
-from conformance.mutants.open_bends import (
-    FRESH,
-    LATEST,
-    noted_forks,
-    refusal_names_holder,
-    reopened_for,
-    resumed,
-    version_read,
-)
-from conformance.mutants.rows import Bend, On, Row, Turn, refused_when, rows
-from conformance.mutants.tracking import (
-    artifact_info,
-    artifact_of,
-    body_of,
-    key_of,
-    versions_of,
-)
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import error_code
+from conformance.mutants.open_bends import FRESH
+from conformance.mutants.open_bends import LATEST
+from conformance.mutants.open_bends import noted_forks
+from conformance.mutants.open_bends import refusal_names_holder
+from conformance.mutants.open_bends import reopened_for
+from conformance.mutants.open_bends import resumed
+from conformance.mutants.open_bends import version_read
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import refused_when
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import artifact_info
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
 
 Json = dict[str, Any]
 OPEN = ("artifacts/open",)

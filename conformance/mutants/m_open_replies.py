@@ -6,12 +6,19 @@ kept in its memory."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from conformance.mutants.base import Response
-from conformance.mutants.rows import On, Row, Turn, body, rows, versions
-from conformance.mutants.tracking import artifact_of, body_of
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import body
+from conformance.mutants.rows import rows
+from conformance.mutants.rows import versions
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
 
 Json = dict[str, Any]
 OPEN, READ = ("artifacts/open",), ("artifacts/read",)

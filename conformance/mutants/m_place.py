@@ -10,10 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Request, Response
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
 from conformance.mutants.m_fork import SOURCE
-from conformance.mutants.reads import committed, obj
-from conformance.mutants.rows import Bend, On, Row, Turn, changed, rows
+from conformance.mutants.reads import committed
+from conformance.mutants.reads import obj
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import changed
+from conformance.mutants.rows import rows
 
 Json = dict[str, Any]
 OPEN, WRITE, READ = ("artifacts/open",), ("versions/write",), ("versions/read",)

@@ -8,28 +8,30 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.mutants.base import (
-    Request,
-    Response,
-    emptied,
-    error_code,  # noqa: F401  (importable from here too)
-)
-from conformance.mutants.reads import (  # noqa: F401  (importable from here as before)
-    MIB,
-    Watching,
-    api_call,
-    bytes_reply,
-    committed,
-    obj,
-    parse_range,
-    request_key,
-    resend,
-    target_artifact,
-    unsatisfiable,
-    url_key,
-    with_headers,
-)
-from conformance.mutants.rows import Bend, On, Row, Turn, changed, error, rows
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import emptied
+from conformance.mutants.base import error_code  # noqa: F401  (importable from here too)
+from conformance.mutants.reads import MIB  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import Watching  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import api_call  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import bytes_reply  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import committed  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import obj  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import parse_range  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import request_key  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import resend  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import target_artifact  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import unsatisfiable  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import url_key  # noqa: F401  (importable from here as before)
+from conformance.mutants.reads import with_headers  # noqa: F401  (importable from here as before)
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import changed
+from conformance.mutants.rows import error
+from conformance.mutants.rows import rows
 from conformance.mutants.tracking import body_of
 
 Json = dict[str, Any]

@@ -4,19 +4,30 @@ read as its source, lists cut to a first page or given the writer's routes; and 
 plane a range of the whole file or starting at its size, a zero-byte file's URL, a
 signature of another artifact or with characters appended.
 
-The READ-1 ones are rows (rows.py). The data-plane ones stay classes: they look up the
-signed URL a request uses among those handed out (the memory m_read's ``Watching`` keeps of
-each URL's file, size and version), which no row's facts hold."""
+One row each (rows.py); the data-plane ones are watched rows: they look up the signed URL a
+request uses among those handed out (the memory ``Watching`` keeps of each URL's file, size
+and version)."""
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import parse_qsl
 
-from conformance.mutants.base import Request, Response, Upstream, mutant
-from conformance.mutants.m_read import Watching, parse_range, request_key, resend, with_headers
-from conformance.mutants.rows import On, Row, Turn, body, retried, rows
-from conformance.mutants.tracking import api_get, key_of, versions_of
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.reads import parse_range
+from conformance.mutants.reads import request_key
+from conformance.mutants.reads import resend
+from conformance.mutants.reads import with_headers
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import body
+from conformance.mutants.rows import retried
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
 
 Json = dict[str, Any]
 READ, LIST = ("versions/read",), ("versions/list",)
@@ -100,111 +111,94 @@ rows(
 )
 
 
-# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
-@mutant
-class WholeFileRangeGives200(Watching):
-    """A range covering the whole file (``bytes=0-(size-1)``) answers 200 without
-    ``Content-Range``."""
-
-    name = "read-range-of-whole-file-answers-200"
-    clause = "READ-3.a"
-    summary = "bytes=0-<last> answers 200 with no Content-Range instead of 206"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = self.forward(request, upstream)
-        info = self.info(request) if request.kind == "data" else None
-        if info and resp.status == 206 and isinstance(info.get("size"), int):
-            span = parse_range(request.header("Range"), info["size"])
-            if span == (0, info["size"] - 1) and info["size"] > 0:
-                return with_headers(resp.with_body(resp.body, 200), Content_Range=None)
-        return resp
+# --- the data plane: watched rows, which look up the signed URL a request uses among those
+# handed out (reads.py)
 
 
-# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
-@mutant
-class RangeStartingAtSizeEmpty(Watching):
-    """A range starting exactly at the file's size answers 206 with no bytes, not 416."""
-
-    name = "read-range-starting-at-size-gives-empty-206"
-    clause = "READ-3.b"
-    summary = "bytes=<size>-<n> answers 206 with an empty body instead of 416"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = self.forward(request, upstream)
-        info = self.info(request) if request.kind == "data" else None
-        raw = (request.header("Range") or "").removeprefix("bytes=").partition("-")[0]
-        if info and resp.status == 416 and raw.isdigit() and int(raw) == info.get("size") \
-                and info["size"] > 0:
-            size = info["size"]
-            return Response(206, (("Content-Range", f"bytes {size}-{size}/{size}"),
-                                  ("Content-Type", "application/octet-stream")), b"")
-        return resp
+def _file(turn: Turn) -> Json | None:
+    """What the data-plane request's URL points at, if it was handed out."""
+    return turn.seen.info(turn.request) if turn.seen else None
 
 
-# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
-@mutant
-class SignatureOfOtherArtifact(Watching):
-    """A signature is valid for any artifact's file of the same version and file name
-    (the artifact is left out of what is signed)."""
-
-    name = "read-sig-valid-for-same-version-and-file-of-other-artifact"
-    clause = "READ-4.a"
-    summary = "a URL's signature works on the same version and file name of another artifact"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = self.forward(request, upstream)
-        if request.kind != "data" or resp.status != 403:
-            return resp
-        query = request_key(request)[1]
-        with self.lock:
-            signer = [i for k, i in self.urls.items() if k[1] == query]
-            owner = [i for k, i in self.urls.items() if k[0] == request.path
-                     and i["method"] == request.method]
-        if not signer or not owner:
-            return resp
-        a, b = signer[0], owner[-1]
-        if a["artifact"] != b["artifact"] and (a["version"], a["name"]) == (b["version"],
-                                                                          b["name"]):
-            return self.forward(resend(request, b["url"]), upstream)
-        return resp
+def _whole_range_as_200(reply: Response, turn: Turn) -> Response:
+    info = _file(turn)
+    if info and isinstance(info.get("size"), int):
+        span = parse_range(turn.request.header("Range"), info["size"])
+        if span == (0, info["size"] - 1) and info["size"] > 0:
+            return with_headers(reply.with_body(reply.body, 200), Content_Range=None)
+    return reply
 
 
-# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
-@mutant
-class SignatureWithSuffix(Watching):
-    """A signature with characters appended is accepted (compared as a prefix)."""
-
-    name = "read-sig-with-extra-characters-appended-accepted"
-    clause = "READ-4.b"
-    summary = "a signature with characters appended to it is accepted"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = self.forward(request, upstream)
-        if request.kind != "data" or resp.status != 403:
-            return resp
-        sent = dict(request.query)
-        with self.lock:
-            same = [i for k, i in self.urls.items() if k[0] == request.path]
-        for info in same:
-            real = dict(parse_qsl(info["url"].partition("?")[2], keep_blank_values=True))
-            if set(real) == set(sent) and all(sent[k].startswith(v) for k, v in real.items()) \
-                    and any(sent[k] != v for k, v in real.items()):
-                return self.forward(resend(request, info["url"]), upstream)
-        return resp
+def _range_at_size_empty(reply: Response, turn: Turn) -> Response:
+    info = _file(turn)
+    raw = (turn.request.header("Range") or "").removeprefix("bytes=").partition("-")[0]
+    if info and raw.isdigit() and int(raw) == info.get("size") and info["size"] > 0:
+        size = info["size"]
+        return Response(206, (("Content-Range", f"bytes {size}-{size}/{size}"),
+                              ("Content-Type", "application/octet-stream")), b"")
+    return reply
 
 
-# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
-@mutant
-class EmptyFileUrl404(Watching):
-    """A plain GET of a zero-byte file's signed URL answers 404 (nothing was stored)."""
+def _signed_for_other_artifact(reply: Response, turn: Turn) -> Response:
+    """The file of the same version and name in the artifact the URL's path names, when the
+    signature is one handed out for another artifact."""
+    request, seen = turn.request, turn.seen
+    if seen is None:
+        return reply
+    query = request_key(request)[1]
+    with turn.lock:
+        signer = [i for k, i in seen.urls.items() if k[1] == query]
+        owner = [i for k, i in seen.urls.items() if k[0] == request.path
+                 and i["method"] == request.method]
+    if not signer or not owner:
+        return reply
+    a, b = signer[0], owner[-1]
+    if a["artifact"] != b["artifact"] and (a["version"], a["name"]) == (b["version"], b["name"]):
+        return turn.upstream.send(resend(request, b["url"]))
+    return reply
 
-    name = "read-url-of-zero-byte-file-404"
-    clause = "READ-2.a"
-    summary = "a plain GET of a zero-byte file's URL answers 404"
 
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        info = self.info(request) if request.kind == "data" else None
-        if info and info["method"] == "GET" and request.method == "GET" \
-                and info.get("size") == 0 and not request.header("Range"):
-            return Response.error(404, "not_found", "no such object")
-        return self.forward(request, upstream)
+def _signature_with_suffix(reply: Response, turn: Turn) -> Response:
+    """The URL handed out for this path, when each value sent starts with its value."""
+    request, seen = turn.request, turn.seen
+    if seen is None:
+        return reply
+    sent = dict(request.query)
+    with turn.lock:
+        same = [i for k, i in seen.urls.items() if k[0] == request.path]
+    for info in same:
+        real = dict(parse_qsl(info["url"].partition("?")[2], keep_blank_values=True))
+        if set(real) == set(sent) and all(sent[k].startswith(v) for k, v in real.items()) \
+                and any(sent[k] != v for k, v in real.items()):
+            return turn.upstream.send(resend(request, info["url"]))
+    return reply
+
+
+def _empty_file_404(turn: Turn) -> Response | None:
+    info, request = _file(turn), turn.request
+    if info and info["method"] == "GET" and request.method == "GET" \
+            and info.get("size") == 0 and not request.header("Range"):
+        return Response.error(404, "not_found", "no such object")
+    return None
+
+
+rows(
+    Row("read-range-of-whole-file-answers-200", "READ-3.a",
+        "bytes=0-<last> answers 200 with no Content-Range instead of 206",
+        On(kind="data", replies=206), answer=_whole_range_as_200, watched=True),
+    Row("read-range-starting-at-size-gives-empty-206", "READ-3.b",
+        "bytes=<size>-<n> answers 206 with an empty body instead of 416",
+        On(kind="data", replies=416), answer=_range_at_size_empty, watched=True),
+    # The artifact is left out of what is signed.
+    Row("read-sig-valid-for-same-version-and-file-of-other-artifact", "READ-4.a",
+        "a URL's signature works on the same version and file name of another artifact",
+        On(kind="data", replies=403), answer=_signed_for_other_artifact, watched=True),
+    # The signature compared as a prefix.
+    Row("read-sig-with-extra-characters-appended-accepted", "READ-4.b",
+        "a signature with characters appended to it is accepted",
+        On(kind="data", replies=403), answer=_signature_with_suffix, watched=True),
+    # Nothing was stored for a zero-byte file.
+    Row("read-url-of-zero-byte-file-404", "READ-2.a",
+        "a plain GET of a zero-byte file's URL answers 404",
+        On(kind="data", replies="any"), serve=_empty_file_404, watched=True),
+)

@@ -7,8 +7,16 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.mutants.base import Response
-from conformance.mutants.reads import MIB, bytes_reply, parse_range, unsatisfiable, with_headers
-from conformance.mutants.rows import Bend, On, Row, Turn, rows
+from conformance.mutants.reads import MIB
+from conformance.mutants.reads import bytes_reply
+from conformance.mutants.reads import parse_range
+from conformance.mutants.reads import unsatisfiable
+from conformance.mutants.reads import with_headers
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import rows
 
 Info = dict[str, Any]
 Span = tuple[int, int] | None | str

@@ -13,15 +13,29 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
+from collections.abc import Hashable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
-from conformance.mutants.base import Request, Response
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
 from conformance.mutants.legal_base import walk
-from conformance.mutants.reads import api_call, obj, request_key, resend, served_range, url_key
-from conformance.mutants.rows import Bend, On, Row, Turn, noted, recalled, rows
+from conformance.mutants.reads import api_call
+from conformance.mutants.reads import obj
+from conformance.mutants.reads import request_key
+from conformance.mutants.reads import resend
+from conformance.mutants.reads import served_range
+from conformance.mutants.reads import url_key
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import noted
+from conformance.mutants.rows import recalled
+from conformance.mutants.rows import rows
 
 Info = dict[str, Any]
 Json = dict[str, Any]

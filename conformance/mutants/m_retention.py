@@ -11,13 +11,27 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.mutants.base import Request, Response, error_code
-from conformance.mutants.rows import Bend, On, Row, Turn, dropped, refused_when, retried, rows
-from conformance.mutants.tracking import api_get, body_of, key_of, versions_of, with_key
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import error_code
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import dropped
+from conformance.mutants.rows import refused_when
+from conformance.mutants.rows import retried
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
+from conformance.mutants.tracking import with_key
 
 __all__ = ["claimed_step_refused", "step_of"]
 

@@ -1,24 +1,22 @@
 """Mutants of reply shapes (API-1, READ-1.c, FENCE-2.f): each keeps every rule of the
 "Rules" table but bends one sentence of the HTTP API section, as a careless serializer
-would. All but one are rows (rows.py); the made-up holder needs memory of earlier opens."""
+would. One row each (rows.py); the made-up holder's two are in m_words."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream, mutant
+from conformance.mutants.base import Request
 from conformance.mutants.m_read import obj
-from conformance.mutants.rows import (
-    On,
-    Row,
-    body,
-    dropped,
-    headers,
-    internal_error,
-    rows,
-    set_fields,
-    versions,
-)
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import body
+from conformance.mutants.rows import dropped
+from conformance.mutants.rows import headers
+from conformance.mutants.rows import internal_error
+from conformance.mutants.rows import rows
+from conformance.mutants.rows import set_fields
+from conformance.mutants.rows import versions
 
 Json = dict[str, Any]
 #: Every reply that carries Version objects.
@@ -135,24 +133,3 @@ rows(
         On(("artifacts/open",)), answer=dropped("artifact")),
 )
 
-
-@mutant
-class MadeUpHolderNotStored(Mutant):
-    """The made-up holder is answered by the open but stored as null: artifacts/read and
-    the versions then show no holder."""
-
-    name = "made-up-holder-stored-as-null"
-    clause = "FENCE-2.f"
-    summary = "an open without holder answers a made-up one but artifacts/read shows null"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        resp = upstream.send(request)
-        reply = obj(resp)
-        if request.endpoint == "artifacts/open" and resp.ok and "holder" not in obj(request):
-            with self.lock:
-                self.state.setdefault("made_up", set()).add(reply.get("holder"))
-        elif request.endpoint == "artifacts/read" and resp.ok:
-            with self.lock:
-                if reply.get("holder") in self.state.get("made_up", set()):
-                    return resp.with_json({**reply, "holder": None})
-        return resp

@@ -12,21 +12,31 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
+from collections.abc import Hashable
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.mutants.base import Request, Response, error_code, ok_or
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import error_code
+from conformance.mutants.base import ok_or
 from conformance.mutants.m_retention import step_of
-from conformance.mutants.rows import Bend, On, Row, Turn, changed, error, noted, recalled, rows
-from conformance.mutants.tracking import (
-    Facts,
-    Tracked,
-    UploadInfo,
-    body_of,
-    key_of,
-    versions_of,
-)
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import changed
+from conformance.mutants.rows import error
+from conformance.mutants.rows import noted
+from conformance.mutants.rows import recalled
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import Facts
+from conformance.mutants.tracking import Tracked
+from conformance.mutants.tracking import UploadInfo
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
 
 Json = dict[str, Any]
 Listed = list[dict[str, Any]]

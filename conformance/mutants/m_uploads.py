@@ -13,9 +13,19 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from conformance.mutants.base import Request, Response, error_code
-from conformance.mutants.reads import api_call, committed, obj, resend, target_artifact
-from conformance.mutants.rows import Bend, On, Row, Turn, rows
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import error_code
+from conformance.mutants.reads import api_call
+from conformance.mutants.reads import committed
+from conformance.mutants.reads import obj
+from conformance.mutants.reads import resend
+from conformance.mutants.reads import target_artifact
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import rows
 
 Json = dict[str, Any]
 Upload = dict[str, Any]

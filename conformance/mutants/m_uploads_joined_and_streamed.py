@@ -10,12 +10,23 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from conformance.mutants.base import Request, Response, error_code, ok_or
-from conformance.mutants.m_retention import claim, claimed_step_refused, step_of
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import error_code
+from conformance.mutants.base import ok_or
+from conformance.mutants.m_retention import claim
+from conformance.mutants.m_retention import claimed_step_refused
+from conformance.mutants.m_retention import step_of
 from conformance.mutants.m_streamed import received
 from conformance.mutants.m_versions import listed
-from conformance.mutants.rows import Bend, On, Row, Turn, rows
-from conformance.mutants.tracking import UploadInfo, body_of, with_key
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import UploadInfo
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import with_key
 
 Json = dict[str, Any]
 WRITE, COMMIT = ("versions/write",), ("versions/commit",)

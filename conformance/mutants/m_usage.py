@@ -7,22 +7,29 @@ rows and placements in m_usage_rows.py.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
+from collections.abc import Hashable
 from typing import Any
 
 from conformance.mutants.base import Response
-from conformance.mutants.reads import parse_range, request_key, url_key
-from conformance.mutants.rows import Bend, On, Row, Turn, noted, recalled, rows
+from conformance.mutants.reads import parse_range
+from conformance.mutants.reads import request_key
+from conformance.mutants.reads import url_key
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import noted
+from conformance.mutants.rows import recalled
+from conformance.mutants.rows import rows
 from conformance.mutants.tracking import body_of
-from conformance.mutants.usage_replies import (
-    ANY,
-    USAGE,
-    UsageMutant,  # noqa: F401  (importable from here)
-    metered,
-    retotal,
-    usage,
-)
+from conformance.mutants.usage_replies import ANY
+from conformance.mutants.usage_replies import USAGE
 from conformance.mutants.usage_replies import Row as UsageRow
+from conformance.mutants.usage_replies import UsageMutant  # noqa: F401  (importable from here)
+from conformance.mutants.usage_replies import metered
+from conformance.mutants.usage_replies import retotal
+from conformance.mutants.usage_replies import usage
 
 Json = dict[str, Any]
 Info = dict[str, Any]

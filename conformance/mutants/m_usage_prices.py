@@ -6,10 +6,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.m_place import KNOWN, cloud_of
-from conformance.mutants.rows import Bend, Row, Turn, rows
-from conformance.mutants.usage_replies import USAGE, leaves, rate, repriced, retotal, usage
+from conformance.mutants.m_place import KNOWN
+from conformance.mutants.m_place import cloud_of
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import rows
+from conformance.mutants.usage_replies import USAGE
 from conformance.mutants.usage_replies import Row as UsageRow
+from conformance.mutants.usage_replies import leaves
+from conformance.mutants.usage_replies import rate
+from conformance.mutants.usage_replies import repriced
+from conformance.mutants.usage_replies import retotal
+from conformance.mutants.usage_replies import usage
 
 Json = dict[str, Any]
 

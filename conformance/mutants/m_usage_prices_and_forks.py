@@ -8,7 +8,11 @@ from typing import Any
 
 from conformance.mutants.base import Response
 from conformance.mutants.open_bends import fork_source
-from conformance.mutants.rows import On, Row, Turn, body, rows
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import body
+from conformance.mutants.rows import rows
 from conformance.mutants.tracking import artifact_of
 from conformance.mutants.usage_replies import retotal
 

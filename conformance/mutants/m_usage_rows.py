@@ -9,23 +9,31 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Response, error_code
-from conformance.mutants.m_place import KNOWN, cloud_of, place_of
-from conformance.mutants.reads import api_call, obj, url_key
-from conformance.mutants.rows import Bend, Row, Turn, rows
-from conformance.mutants.tracking import api_get, body_of, key_of
-from conformance.mutants.usage_replies import (
-    ANY,
-    USAGE,
-    lower_place,
-    place_text,
-    placements,
-    rate,
-    retotal,
-    served,
-    usage,
-)
+from conformance.mutants.base import Response
+from conformance.mutants.base import error_code
+from conformance.mutants.m_place import KNOWN
+from conformance.mutants.m_place import cloud_of
+from conformance.mutants.m_place import place_of
+from conformance.mutants.reads import api_call
+from conformance.mutants.reads import obj
+from conformance.mutants.reads import url_key
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.usage_replies import ANY
+from conformance.mutants.usage_replies import USAGE
 from conformance.mutants.usage_replies import Row as UsageRow
+from conformance.mutants.usage_replies import lower_place
+from conformance.mutants.usage_replies import place_text
+from conformance.mutants.usage_replies import placements
+from conformance.mutants.usage_replies import rate
+from conformance.mutants.usage_replies import retotal
+from conformance.mutants.usage_replies import served
+from conformance.mutants.usage_replies import usage
 
 Json = dict[str, Any]
 Info = dict[str, Any]

@@ -13,9 +13,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Request, Response
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
 from conformance.mutants.m_error_order import unknown_to_the_key
-from conformance.mutants.rows import On, Row, Turn, rows
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import rows
 from conformance.mutants.tracking import body_of
 
 __all__ = ["decode_names", "decoded", "encode_name", "safe_segments"]

@@ -9,11 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Request, Response, Upstream, api_request, error_code, mutant
-from conformance.mutants.m_read import Watching, bytes_reply, obj, parse_range, resend
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.base import api_request
+from conformance.mutants.base import error_code
+from conformance.mutants.base import mutant
+from conformance.mutants.m_read import Watching
+from conformance.mutants.m_read import bytes_reply
+from conformance.mutants.m_read import obj
+from conformance.mutants.m_read import parse_range
+from conformance.mutants.m_read import resend
 from conformance.mutants.m_retention import step_of
-from conformance.mutants.rows import On, Row, Turn, refused_when, rows
-from conformance.mutants.tracking import api_get, artifact_of, body_of, key_of, versions_of
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import refused_when
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import versions_of
 
 __all__ = ["UploadBook"]
 

@@ -4,10 +4,18 @@ its key (FENCE-2.d), a scoped key's fork source (FORK-1.d); one row each (rows.p
 
 from __future__ import annotations
 
-from conformance.mutants.base import Request, Response, ok_or
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import ok_or
 from conformance.mutants.m_fork import SOURCE
-from conformance.mutants.rows import On, Row, Turn, rows
-from conformance.mutants.tracking import artifact_of, body_of, key_of, with_key
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Row
+from conformance.mutants.rows import Turn
+from conformance.mutants.rows import rows
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import with_key
 
 
 def _first_two_words(request: Request) -> Request:

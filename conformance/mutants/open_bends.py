@@ -8,17 +8,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Request, Response
-from conformance.mutants.rows import Bend, Turn
-from conformance.mutants.tracking import (
-    api_get,
-    artifact_info,
-    artifact_of,
-    body_of,
-    key_of,
-    open_latest,
-    with_key,
-)
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import Turn
+from conformance.mutants.tracking import api_get
+from conformance.mutants.tracking import artifact_info
+from conformance.mutants.tracking import artifact_of
+from conformance.mutants.tracking import body_of
+from conformance.mutants.tracking import key_of
+from conformance.mutants.tracking import open_latest
+from conformance.mutants.tracking import with_key
 
 __all__ = ["FRESH", "LATEST", "SOURCE", "as_writer_of_new", "fork_source", "noted_forks",
            "refusal_names_holder", "reopened_for", "resumed", "resuming", "version_read"]

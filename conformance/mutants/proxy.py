@@ -19,11 +19,16 @@ import http.client
 import sys
 import threading
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
 
-from conformance.mutants.base import Mutant, Request, Response
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
 from conformance.transport import watch_for
 
 #: Largest request body the proxy buffers (the suite's files are a few MB).

@@ -12,9 +12,15 @@ import re
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream, api_request
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.base import api_request
 
 __all__ = ["MIB", "Watching", "api_call", "bytes_reply", "committed", "obj", "parse_range",
            "request_key", "resend", "served_range", "target_artifact", "unsatisfiable",

@@ -17,13 +17,26 @@ and its bends may keep a memory of their own in ``Turn.memory`` (the mutant's st
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Callable
+from collections.abc import Hashable
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream, error_code, mutant
-from conformance.mutants.reads import Watching, with_headers
-from conformance.mutants.tracking import Facts, Tracked, UploadInfo, body_of
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.base import error_code
+from conformance.mutants.base import mutant
+from conformance.mutants.reads import Watching
+from conformance.mutants.reads import with_headers
+from conformance.mutants.tracking import Facts
+from conformance.mutants.tracking import Tracked
+from conformance.mutants.tracking import UploadInfo
+from conformance.mutants.tracking import body_of
 
 __all__ = ["On", "Row", "RowMutant", "TrackedRowMutant", "Turn", "body", "dropped", "error",
            "headers", "internal_error", "refused_when", "row_mutant", "rows", "sent_upload",

@@ -26,26 +26,28 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 from conformance.mutants import MUTANTS
 from conformance.mutants.base import Mutant
 from conformance.mutants.forkserver import ForkServers
-from conformance.mutants.proxy import HttpUpstream, MutantProxy
+from conformance.mutants.proxy import HttpUpstream
+from conformance.mutants.proxy import MutantProxy
 from conformance.mutants.selection import OPTION as SELECTION_OPTION
 from conformance.mutants.selection import Selection
-from conformance.mutants.table_text import (  # noqa: F401 - MARK_* are imported from here
-    MARK_BEGIN,
-    MARK_END,
-    markdown,
-    summary,
-    table_lines,
-    write_markdown,
-)
+from conformance.mutants.table_text import MARK_BEGIN  # noqa: F401 - MARK_* are imported from here
+from conformance.mutants.table_text import MARK_END  # noqa: F401 - MARK_* are imported from here
+from conformance.mutants.table_text import markdown  # noqa: F401 - MARK_* are imported from here
+from conformance.mutants.table_text import summary  # noqa: F401 - MARK_* are imported from here
+from conformance.mutants.table_text import table_lines  # noqa: F401 - MARK_* are imported from here
+from conformance.mutants.table_text import write_markdown  # noqa: F401 - MARK_* are imported from here
 from conformance.rules import rule_of
 from conformance.session import SECRET_ENV
-from conformance.spawn import SPAWN_MAX_FILE_SIZE, SpawnedEmulator
+from conformance.spawn import SPAWN_MAX_FILE_SIZE
+from conformance.spawn import SpawnedEmulator
 
 __all__ = ["Outcome", "Target", "main", "run_mutant", "suite_env", "suite_options"]
 

@@ -12,11 +12,17 @@ from __future__ import annotations
 import itertools
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
+from urllib.parse import urlsplit
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream, api_request
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.base import api_request
 
 __all__ = [
     "Facts", "OpenInfo", "Tracked", "UploadInfo", "api_get", "api_post", "body_of", "key_of",

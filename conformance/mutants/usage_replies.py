@@ -13,8 +13,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from conformance.mutants.base import Mutant, Request, Response, Upstream
-from conformance.mutants.rows import Bend, On, Turn
+from conformance.mutants.base import Mutant
+from conformance.mutants.base import Request
+from conformance.mutants.base import Response
+from conformance.mutants.base import Upstream
+from conformance.mutants.rows import Bend
+from conformance.mutants.rows import On
+from conformance.mutants.rows import Turn
 
 __all__ = ["ANY", "USAGE", "Row", "UsageMutant", "leaves", "lower_place", "metered",
            "place_text", "placements", "rate", "repriced", "retotal", "usage", "with_extra"]

@@ -10,7 +10,8 @@ from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place
 from conformance.replay import ScenarioRunner
-from conformance.scenarios import Scenario, load_scenarios
+from conformance.scenarios import Scenario
+from conformance.scenarios import load_scenarios
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

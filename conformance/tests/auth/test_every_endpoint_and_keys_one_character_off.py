@@ -9,26 +9,26 @@ from collections.abc import Callable
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    expect_unchanged,
-    file_specs,
-    make_files,
-    names_just_outside,
-    open_box,
-    scoped_name,
-    scoped_prefixes,
-    snapshot,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import names_just_outside
+from conformance.actions import open_box
+from conformance.actions import scoped_name
+from conformance.actions import scoped_prefixes
+from conformance.actions import snapshot
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 Call = Callable[[Client], Reply]
 
@@ -155,37 +155,34 @@ def test_read_access_reads_everything_and_writes_nothing(
 @pytest.mark.rule("AUTH-3.b")
 @pytest.mark.scoped_key
 def test_names_just_outside_the_prefix_refused_on_every_endpoint(
-    o41_env: Env, o41_api: Client
+    o41_env: Env, o41_api: Client, o41_scoped: Client
 ) -> None:
-    client = o41_api.with_key(o41_env.scoped_key)
     # The key has written under its grant first: a grant matched loosely shows only once
     # the key is known to own names like the ones just outside.
-    open_box(client, scoped_name(o41_env, "a3b-own"), "box-own", rule="AUTH-3.b")
+    open_box(o41_scoped, scoped_name(o41_env, "a3b-own"), "box-own", rule="AUTH-3.b")
     for name in names_just_outside(o41_env, secrets.token_hex(3)):
         if o41_api.artifact(name).status != 404:
             continue  # an unsalted name left by an earlier run against this target
         box, upload = _held(o41_api, name, versions=1)
-        _refused_everywhere(o41_api, client, box, upload, 403, "forbidden", "AUTH-3.b", name)
+        _refused_everywhere(o41_api, o41_scoped, box, upload, 403, "forbidden", "AUTH-3.b", name)
         expect_ok(o41_api.commit(box.artifact, box.token, upload), "AUTH-3.b", "the upload after")
 
 
 @pytest.mark.rule("AUTH-3.c")
 @pytest.mark.scoped_key
-def test_write_scope_reads_too(o41_env: Env, o41_api: Client) -> None:
-    client = o41_api.with_key(o41_env.scoped_key)
+def test_write_scope_reads_too(o41_env: Env, o41_api: Client, o41_scoped: Client) -> None:
     name = scoped_name(o41_env, "a3c")
-    box = open_box(client, name, "box-w", rule="AUTH-3.c")
+    box = open_box(o41_scoped, name, "box-w", rule="AUTH-3.c")
     for step in (1, 2, 3):
-        commit_ok(client, box, f"step-{step:08d}", make_files({"m": 40}, step), rule="AUTH-3.c")
-    _reads_everything(o41_api, client, box, "AUTH-3.c", "the write-scoped key")
+        commit_ok(o41_scoped, box, f"step-{step:08d}", make_files({"m": 40}, step), rule="AUTH-3.c")
+    _reads_everything(o41_api, o41_scoped, box, "AUTH-3.c", "the write-scoped key")
 
 
 @pytest.mark.rule("AUTH-3.d")
 @pytest.mark.scoped_key
 def test_usage_without_artifact_shows_only_readable_artifacts(
-    o41_env: Env, o41_api: Client
+    o41_env: Env, o41_api: Client, o41_scoped: Client
 ) -> None:
-    client = o41_api.with_key(o41_env.scoped_key)
     write, read = scoped_prefixes(o41_env)
     names = {"w": scoped_name(o41_env, "u"), "x": o41_env.artifact("x-u")}
     names["W"] = names_just_outside(o41_env, secrets.token_hex(3))[0]
@@ -196,7 +193,7 @@ def test_usage_without_artifact_shows_only_readable_artifacts(
         commit_ok(o41_api, box, "step-00000001", make_files({"m": 1000}))
         body = expect_ok(o41_api.read(name, urls=True, place=UNKNOWN_PLACE), "READ-2.a", "read")
         download(o41_api, body)
-    usage = expect_ok(client.usage(), "AUTH-3.d", "usage without an artifact, scoped key")
+    usage = expect_ok(o41_scoped.usage(), "AUTH-3.d", "usage without an artifact, scoped key")
     allowed = tuple(p for p in (write, read) if p)
     for part in ("transfers", "placements"):
         seen = {r.get("artifact") for r in usage.get(part) or []}

@@ -6,19 +6,19 @@ from collections.abc import Callable
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    make_files,
-    open_box,
-    sha256,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 _SPEC = [{"name": "m", "size": 1, "sha256": sha256(b"x")}]
 

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    expect_error,
-    expect_unchanged,
-    expect_writer_alive,
-    make_files,
-    open_box,
-    scoped_name,
-    snapshot,
-)
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_unchanged
+from conformance.actions import expect_writer_alive
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import scoped_name
+from conformance.actions import snapshot
 from conformance.client import Client
 from conformance.env import Env
 

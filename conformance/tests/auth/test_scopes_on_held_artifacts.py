@@ -11,16 +11,15 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    expect_error,
-    expect_ok,
-    file_specs,
-    make_files,
-    open_box,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
 from conformance.rules import check
 

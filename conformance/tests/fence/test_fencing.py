@@ -7,20 +7,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    checkpoint,
-    commit_ok,
-    expect_error,
-    expect_ok,
-    file_specs,
-    make_files,
-    open_box,
-    start_upload,
-)
+from conformance.actions import Box
+from conformance.actions import checkpoint
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import RuleViolation, check, check_equal
+from conformance.rules import RuleViolation
+from conformance.rules import check
+from conformance.rules import check_equal
 
 TINY = {"m": 64}
 

@@ -12,25 +12,24 @@ import secrets
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    edge_name,
-    expect_error,
-    expect_invisible,
-    expect_ok,
-    expect_resumes,
-    expect_writer_alive,
-    file_specs,
-    make_files,
-    open_box,
-    scoped_name,
-    start_upload,
-)
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import edge_name
+from conformance.actions import expect_error
+from conformance.actions import expect_invisible
+from conformance.actions import expect_ok
+from conformance.actions import expect_resumes
+from conformance.actions import expect_writer_alive
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import scoped_name
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 TINY = {"m": 32}
 

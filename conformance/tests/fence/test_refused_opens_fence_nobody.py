@@ -13,22 +13,23 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    edge_name,
-    expect_ok,
-    expect_unchanged,
-    expect_writer_alive,
-    make_files,
-    open_box,
-    open_raw,
-    scoped_name,
-    scoped_prefixes,
-    snapshot,
-)
-from conformance.client import Client, Reply
+from conformance.actions import commit_ok
+from conformance.actions import edge_name
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import expect_writer_alive
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import open_raw
+from conformance.actions import scoped_name
+from conformance.actions import scoped_prefixes
+from conformance.actions import snapshot
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
-from conformance.rules import RuleViolation, check, check_equal
+from conformance.rules import RuleViolation
+from conformance.rules import check
+from conformance.rules import check_equal
 
 
 @dataclass(frozen=True)

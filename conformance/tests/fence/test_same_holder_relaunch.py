@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    expect_error,
-    expect_ok,
-    expect_resumes,
-    file_specs,
-    make_files,
-    open_box,
-    start_upload,
-)
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_resumes
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 TINY = {"m": 64}
 

@@ -8,19 +8,19 @@ import secrets
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    make_files,
-    open_box,
-    start_upload,
-)
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_fork_forbidden
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.tests.auth.test_scopes_on_held_artifacts import _scoped
 
 FILES = {"model.bin": 200, "meta.json": 30}
@@ -151,6 +151,6 @@ def test_fork_from_unreadable_source_is_forbidden(o41_env: Env, o41_api: Client)
     scoped = o41_api.with_key(key)
     open_box(scoped, dst, "scoped-box", rule="FORK-1")
     before = _state(scoped, dst, "FORK-1")
-    expect_error(scoped.open(dst, f"o41://{src}/step-00000001", None, "scoped-fork"), 403,
-                 "forbidden", "FORK-1", "fork from a source the key cannot read")
+    expect_fork_forbidden(scoped, dst, src, "FORK-1", "fork from a source the key cannot read",
+                          "scoped-fork")
     check_equal(_state(scoped, dst, "FORK-1"), before, "FORK-1", "target after the refusal")

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    expect_error,
-    expect_ok,
-    expect_unchanged,
-    expect_writer_alive,
-    file_specs,
-    make_files,
-    open_box,
-    snapshot,
-)
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import expect_writer_alive
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import snapshot
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place

@@ -7,23 +7,22 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    expect_unchanged,
-    expect_writer_alive,
-    make_files,
-    open_box,
-    sha256,
-    snapshot,
-    start_upload,
-)
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import expect_writer_alive
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import snapshot
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 UNSORTED = {"z/optim.bin": 700, "a.bin": 300, "m/model.bin": 500}
 

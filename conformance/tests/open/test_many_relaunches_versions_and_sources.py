@@ -8,21 +8,20 @@ import secrets
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    download,
-    edge_name,
-    expect_error,
-    expect_ok,
-    expect_unchanged,
-    expect_writer_alive,
-    make_files,
-    open_box,
-    open_raw,
-    scoped_name,
-    snapshot,
-    start_upload,
-)
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import edge_name
+from conformance.actions import expect_error
+from conformance.actions import expect_fork_forbidden
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import expect_writer_alive
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import open_raw
+from conformance.actions import scoped_name
+from conformance.actions import snapshot
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place
@@ -194,13 +193,8 @@ def test_fork_scope_checked_on_both_sides(o41_env: Env, o41_api: Client) -> None
     ]
     for source, target in refused:
         before = snapshot(o41_api, source)
-        expect_error(
-            scoped.open(target, f"o41://{source}/step-00000001", None, "box-f"),
-            403,
-            "forbidden",
-            "FORK-1.d",
-            f"fork {source} -> {target} with the scoped key",
-        )
+        expect_fork_forbidden(scoped, target, source, "FORK-1.d",
+                              f"fork {source} -> {target} with the scoped key", "box-f")
         check_equal(o41_api.artifact(target).status, 404, "FORK-1.d", f"{target} after 403")
         expect_unchanged(o41_api, source, before, "FORK-1.d", "a forbidden fork")
     for source in (readable, writable_src):
@@ -211,13 +205,8 @@ def test_fork_scope_checked_on_both_sides(o41_env: Env, o41_api: Client) -> None
         )
     if o41_env.read_key:
         reader = o41_env.client(key=o41_env.read_key, trail=o41_api.trail)
-        expect_error(
-            reader.open(scoped_name(o41_env, "fd"), f"o41://{readable}/step-00000001"),
-            403,
-            "forbidden",
-            "FORK-1.d",
-            "fork with a read-only key",
-        )
+        expect_fork_forbidden(reader, scoped_name(o41_env, "fd"), readable, "FORK-1.d",
+                              "fork with a read-only key")
 
 
 @pytest.mark.rule("FORK-2.a", "FORK-2.b", "FORK-2.c")

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    make_files,
-    open_box,
-)
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_fork_forbidden
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 FILES = {"model.pt": 3000, "optim/state.bin": 700}
 
@@ -178,20 +178,10 @@ def test_fork_needs_read_on_source_and_write_on_target(o41_env: Env, o41_api: Cl
         "FORK-1",
         "fork from a readable source into a writable artifact",
     )
-    expect_error(
-        scoped.open(o41_env.scoped_artifact("dst"), f"o41://{hidden}/step-00000001"),
-        403,
-        "forbidden",
-        "FORK-1",
-        "fork from a source the key cannot read",
-    )
-    expect_error(
-        scoped.open(o41_env.scoped_artifact("dst", "read"), f"o41://{readable}/step-00000001"),
-        403,
-        "forbidden",
-        "FORK-1",
-        "fork into an artifact the key cannot write",
-    )
+    expect_fork_forbidden(scoped, o41_env.scoped_artifact("dst"), hidden, "FORK-1",
+                          "fork from a source the key cannot read")
+    expect_fork_forbidden(scoped, o41_env.scoped_artifact("dst", "read"), readable, "FORK-1",
+                          "fork into an artifact the key cannot write")
 
 
 @pytest.mark.rule("FORK-2.a", "FORK-2.b", "FORK-2.c")

@@ -8,7 +8,12 @@ import secrets
 
 import pytest
 
-from conformance.actions import commit_ok, download, expect_error, expect_ok, make_files, open_box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check_equal

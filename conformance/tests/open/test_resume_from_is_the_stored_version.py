@@ -10,10 +10,15 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import commit_ok, expect_ok, make_files, open_box
-from conformance.client import Client, parse_time
+from conformance.actions import commit_ok
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.client import Client
+from conformance.client import parse_time
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 V1, V2, V3 = "step-00000001", "step-00000002", "step-00000003"
 #: The fields of a Version that do not depend on the reader or on URLs (API-1.b).

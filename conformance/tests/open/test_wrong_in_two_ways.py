@@ -10,17 +10,15 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    Snapshot,
-    commit_ok,
-    expect_error,
-    expect_unchanged,
-    expect_writer_alive,
-    make_files,
-    open_box,
-    snapshot,
-)
+from conformance.actions import Box
+from conformance.actions import Snapshot
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_unchanged
+from conformance.actions import expect_writer_alive
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import snapshot
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    expect_ok,
-    expect_write_placed,
-    file_specs,
-    make_files,
-    open_box,
-    two_clouds,
-)
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_ok
+from conformance.actions import expect_write_placed
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import two_clouds
 from conformance.client import Client
 from conformance.env import Env
-from conformance.model import UNKNOWN_PLACE, Place, route_between
-from conformance.rules import check, check_equal
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import Place
+from conformance.model import route_between
+from conformance.rules import check
+from conformance.rules import check_equal
 
 UNKNOWN = UNKNOWN_PLACE
 

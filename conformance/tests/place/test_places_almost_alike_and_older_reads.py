@@ -8,20 +8,23 @@ import secrets
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    edge_name,
-    expect_ok,
-    expect_write_placed,
-    file_specs,
-    make_files,
-    open_box,
-    open_raw,
-)
+from conformance.actions import commit_ok
+from conformance.actions import edge_name
+from conformance.actions import expect_ok
+from conformance.actions import expect_open_placed
+from conformance.actions import expect_write_placed
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import open_raw
 from conformance.client import Client
 from conformance.env import Env
-from conformance.model import UNKNOWN_PLACE, Place, Topology, route_between
-from conformance.rules import check, check_equal
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import Place
+from conformance.model import Topology
+from conformance.model import route_between
+from conformance.rules import check
+from conformance.rules import check_equal
 
 KIND_CLAUSE = {"local": "PLACE-1.a", "default": "PLACE-2.a", "fallback": "PLACE-3.a"}
 
@@ -59,22 +62,8 @@ def _check_placed(env: Env, api: Client, place: Place, spelling: dict) -> None:
         body = expect_ok(
             open_raw(api, name, "latest", spelling, f"box-{launch}"), clause, f"open {spelling}"
         )
-        wl = body.get("write_location") or {}
-        check_equal(
-            (Place.from_json(wl) if wl else None, wl.get("route")),
-            (want.location, want.route),
-            clause,
-            f"write_location of launch {launch} at {spelling}",
-        )
-        warnings = [str(w) for w in body.get("warnings") or []]
-        if want.kind == "default":
-            check(warnings, "PLACE-2.b", f"no warning for launch {launch} at {spelling}")
-        if want.kind == "fallback":
-            check(
-                any(fb.cloud in w and fb.region in w for w in warnings),
-                "PLACE-3.b",
-                f"launch {launch} at {spelling}: no warning naming {fb}: {warnings}",
-            )
+        warned = "PLACE-3.b" if want.kind == "fallback" else "PLACE-2.b"
+        expect_open_placed(body, want, fb, clause, warned, f"launch {launch} at {spelling}")
         files = make_files({"m": 10 + launch}, launch)
         specs = [f.as_json() for f in file_specs(files)]
         reply = api.write(name, body["token"], f"step-{launch:08d}", specs)

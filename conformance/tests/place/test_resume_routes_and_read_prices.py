@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import a_version_in_each_cloud, download, expect_ok, open_raw
+from conformance.actions import a_version_in_each_cloud
+from conformance.actions import download
+from conformance.actions import expect_ok
+from conformance.actions import open_raw
 from conformance.client import Client
 from conformance.env import Env
-from conformance.model import DEFAULT_PRICES, UNKNOWN_PLACE, Place, price_per_gb
-from conformance.rules import check, check_equal
+from conformance.model import DEFAULT_PRICES
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import Place
+from conformance.model import price_per_gb
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.usage import close
 
 

@@ -6,22 +6,24 @@ declared empty. Each test here killed a subtle mutant the rest of the suite miss
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    expect_error,
-    expect_ok,
-    make_files,
-    open_box,
-    sha256,
-    start_upload,
-)
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 
 @pytest.mark.rule("VER-1.b")

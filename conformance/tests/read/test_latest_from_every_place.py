@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, expect_ok, make_files, open_box
+from conformance.actions import commit_ok
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 #: More versions than a first page of 10, 20 or a power of two (16) would show.
 MANY = 25

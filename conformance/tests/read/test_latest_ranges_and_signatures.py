@@ -4,23 +4,27 @@ and signatures changed only a little or borrowed from another version."""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    carries_values,
-    case_matters,
-    commit_ok,
-    expect_error,
-    expect_ok,
-    make_files,
-    open_box,
-)
+from conformance.actions import Box
+from conformance.actions import carries_values
+from conformance.actions import case_matters
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal, rule_of, unknown_rules
+from conformance.rules import check
+from conformance.rules import check_equal
+from conformance.rules import rule_of
+from conformance.rules import unknown_rules
 
 MIB = 1 << 20
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

@@ -5,26 +5,29 @@ another file, version or artifact."""
 from __future__ import annotations
 
 import secrets
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    carries_values,
-    case_matters,
-    commit_ok,
-    edge_name,
-    expect_error,
-    expect_ok,
-    make_files,
-    open_box,
-    sha256,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import carries_values
+from conformance.actions import case_matters
+from conformance.actions import commit_ok
+from conformance.actions import edge_name
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 SIZE = 1000
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, expect_ok, make_files, open_box, sha256
+from conformance.actions import commit_ok
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
-from conformance.uploads import declared, expect_put_answer, streamed, urls_of
+from conformance.rules import check
+from conformance.rules import check_equal
+from conformance.uploads import declared
+from conformance.uploads import expect_put_answer
+from conformance.uploads import streamed
+from conformance.uploads import urls_of
 
 NAMES = {
     "my model.bin": 120,

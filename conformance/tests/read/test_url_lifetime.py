@@ -23,16 +23,19 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    expect_ok,
-    file_specs,
-    make_files,
-    open_box,
-)
-from conformance.client import Client, Reply, Trail, parse_time
+from conformance.actions import commit_ok
+from conformance.actions import expect_ok
+from conformance.actions import expect_served
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.client import Client
+from conformance.client import Reply
+from conformance.client import Trail
+from conformance.client import parse_time
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 #: How long before the claimed end the URL is sampled, on top of the second the reply's
 #: ``Date`` header may hide (it has whole seconds): the sample falls 1-2 s before the end.
@@ -120,12 +123,13 @@ def _a_read(env: Env, api: Client) -> Handed:
     return Handed(reply, body, parse_time(body.get("urls_expire_at")), files, tuple(api.trail))
 
 
-#: The URLs of each test of expired URLs, handed out when the module starts.
-HAND_OUT: dict[str, Callable[[Env, Client], Handed]] = {
-    "test_get_url_refused_after_urls_expire_at": _a_read,
-    "test_put_url_refused_after_expires_at": _a_write,
-    "test_url_forbidden_when_expired": _a_read_fetched_at_once,
-    "test_expired_url_refused_for_head_and_ranged_get": _a_read,
+#: The URLs of each test of expired URLs, handed out when the module starts, and the field
+#: of the reply that claims their end.
+HAND_OUT: dict[str, tuple[Callable[[Env, Client], Handed], str]] = {
+    "test_get_url_refused_after_urls_expire_at": (_a_read, "urls_expire_at"),
+    "test_put_url_refused_after_expires_at": (_a_write, "expires_at"),
+    "test_url_forbidden_when_expired": (_a_read_fetched_at_once, "urls_expire_at"),
+    "test_expired_url_refused_for_head_and_ranged_get": (_a_read, "urls_expire_at"),
 }
 
 
@@ -138,7 +142,7 @@ def handed_out(
     here = {getattr(item, "originalname", item.name) for item in request.session.items
             if getattr(item, "module", None) is request.module}
     got: dict[str, Handed | Exception] = {}
-    for test, hand_out in HAND_OUT.items():
+    for test, (hand_out, _) in HAND_OUT.items():
         if test not in here:
             continue
         try:
@@ -154,7 +158,7 @@ def _take(handed_out: dict[str, Handed | Exception], request: pytest.FixtureRequ
     test = request.node.originalname
     got = handed_out.get(test)
     if got is None:  # selected after the module started (never, in a plain run)
-        got = HAND_OUT[test](env, env.client(trail=Trail()))
+        got = HAND_OUT[test][0](env, env.client(trail=Trail()))
     if isinstance(got, Exception):
         raise got
     for line in got.steps:
@@ -177,15 +181,27 @@ def _expiry_measured(env: Env, handed: Handed, what: str) -> tuple[Reply, float]
     return handed.reply, handed.claimed
 
 
-def _past_end(env: Env, trail: Trail, handed_out: dict[str, Handed | Exception],
-              request: pytest.FixtureRequest, what: str) -> tuple[Client, Handed]:
-    """This test's client and URLs from the module's start, once their claimed ``what`` has
-    passed (or a skip naming the option that would let the suite wait it out)."""
-    api = env.client(trail=trail)
+@pytest.fixture
+def past_end(
+    o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
+    request: pytest.FixtureRequest,
+) -> tuple[Client, Handed]:
+    """The test's client and its URLs from the module's start, once the end their reply
+    claims has passed (or a skip naming the option that would let the suite wait it out)."""
+    env, trail = o41_expiring_env, o41_trail
     handed = _take(handed_out, request, env, trail)
-    reply, claimed = _expiry_measured(env, handed, what)
+    reply, claimed = _expiry_measured(env, handed, HAND_OUT[request.node.originalname][1])
     _wait_past_end(reply, claimed)
-    return api, handed
+    return env.client(trail=trail), handed
+
+
+def _sampled(env: Env, api: Client, handed: Handed, clause: str,
+             missing: str) -> tuple[float, bool]:
+    """:func:`_sample` of the end ``handed``'s reply claims; a reply that claims none breaks
+    ``clause`` (``missing`` says so)."""
+    check(handed.claimed is not None, clause, missing)
+    assert handed.claimed is not None
+    return _sample(api, handed.reply, handed.claimed, env.max_url_wait)
 
 
 # --- shortly before the claimed end: their own URLs (the module's meanwhile pass theirs) ---
@@ -197,22 +213,15 @@ def test_get_url_works_until_shortly_before_urls_expire_at(
 ) -> None:
     env, api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
     handed = _a_read_and_a_relaunch(env, api)
-    reply, claimed, files = handed.reply, handed.claimed, handed.files
-    check(claimed is not None, "API-1.c", "a read with urls=1 carries no urls_expire_at")
-    assert claimed is not None
-    url = handed.url
-    waited, near_end = _sample(api, reply, claimed, env.max_url_wait)
+    files, url = handed.files, handed.url
+    waited, near_end = _sampled(env, api, handed, "API-1.c",
+                                "a read with urls=1 carries no urls_expire_at")
     where = "shortly before its urls_expire_at" if near_end else f"{waited:.0f}s into a " \
-        f"lifetime that claims {claimed - reply.server_time:.0f}s"
-    got = api.fetch(url)
-    check_equal((got.status, got.content == files["m.bin"]), (200, True), "READ-4.e",
-                f"GET of the URL {where}")
+        f"lifetime that claims {handed.claimed - handed.reply.server_time:.0f}s"
+    expect_served(api, url, files["m.bin"], (10, 19), "READ-4.e", f"the URL {where}")
     again = api.fetch(handed.resume_url or url)
     check_equal((again.status, again.content == files["m.bin"]), (200, True), "READ-4.e",
                 f"GET of the relaunch's resume_from URL {where}")
-    part = api.fetch(url, byte_range=(10, 19))
-    check_equal((part.status, part.content), (206, files["m.bin"][10:20]), "READ-4.e",
-                f"ranged GET of the URL {where}")
 
 
 @pytest.mark.rule("READ-4.e")
@@ -221,10 +230,7 @@ def test_put_url_works_until_shortly_before_expires_at(
 ) -> None:
     env, api = o41_expiring_env, o41_expiring_env.client(trail=o41_trail)
     handed = _a_write(env, api)
-    reply, claimed = handed.reply, handed.claimed
-    check(claimed is not None, "API-1.d", "a write carries no expires_at")
-    assert claimed is not None
-    waited, near_end = _sample(api, reply, claimed, env.max_url_wait)
+    waited, near_end = _sampled(env, api, handed, "API-1.d", "a write carries no expires_at")
     where = "shortly before its expires_at" if near_end else f"{waited:.0f}s after the write"
     put = api.put(handed.url, handed.files["m.bin"])
     check(put.ok, "READ-4.e", f"PUT of the write's URL {where} got {put.status}")
@@ -235,32 +241,23 @@ def test_put_url_works_until_shortly_before_expires_at(
 
 @pytest.mark.rule("READ-4.c")
 @pytest.mark.url_expiry
-def test_get_url_refused_after_urls_expire_at(
-    o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
-    request: pytest.FixtureRequest,
-) -> None:
-    api, handed = _past_end(o41_expiring_env, o41_trail, handed_out, request, "urls_expire_at")
+def test_get_url_refused_after_urls_expire_at(past_end: tuple[Client, Handed]) -> None:
+    api, handed = past_end
     check_equal(api.fetch(handed.url).status, 403, "READ-4.c", "GET after urls_expire_at")
 
 
 @pytest.mark.rule("READ-4.c")
 @pytest.mark.url_expiry
-def test_put_url_refused_after_expires_at(
-    o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
-    request: pytest.FixtureRequest,
-) -> None:
-    api, handed = _past_end(o41_expiring_env, o41_trail, handed_out, request, "expires_at")
+def test_put_url_refused_after_expires_at(past_end: tuple[Client, Handed]) -> None:
+    api, handed = past_end
     check_equal(api.put(handed.url, handed.files["m.bin"]).status, 403, "READ-4.c",
                 "PUT after expires_at")
 
 
 @pytest.mark.rule("READ-4.c")
 @pytest.mark.url_expiry
-def test_url_forbidden_when_expired(
-    o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
-    request: pytest.FixtureRequest,
-) -> None:
-    api, handed = _past_end(o41_expiring_env, o41_trail, handed_out, request, "urls_expire_at")
+def test_url_forbidden_when_expired(past_end: tuple[Client, Handed]) -> None:
+    api, handed = past_end
     url = handed.url
     check_equal(api.fetch(url).status, 403, "READ-4.c", "GET after urls_expire_at")
     check_equal(api.fetch(url, method="HEAD").status, 403, "READ-4.c",
@@ -271,11 +268,8 @@ def test_url_forbidden_when_expired(
 
 @pytest.mark.rule("READ-4.c")
 @pytest.mark.url_expiry
-def test_expired_url_refused_for_head_and_ranged_get(
-    o41_expiring_env: Env, o41_trail: Trail, handed_out: dict[str, Handed | Exception],
-    request: pytest.FixtureRequest,
-) -> None:
-    api, handed = _past_end(o41_expiring_env, o41_trail, handed_out, request, "urls_expire_at")
+def test_expired_url_refused_for_head_and_ranged_get(past_end: tuple[Client, Handed]) -> None:
+    api, handed = past_end
     check_equal(api.fetch(handed.url, method="HEAD").status, 403, "READ-4",
                 "HEAD after expiry")
     check_equal(api.fetch(handed.url, byte_range=(0, 99)).status, 403, "READ-4",

@@ -14,11 +14,17 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
 import pytest
 
-from conformance.actions import commit_ok, expect_error, expect_ok, make_files, open_box
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check

@@ -8,24 +8,26 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    checkpoint,
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    expect_unchanged,
-    make_files,
-    open_box,
-    scoped_name,
-    snapshot,
-    start_upload,
-)
-from conformance.client import Client, Trail, parse_time
+from conformance.actions import Box
+from conformance.actions import checkpoint
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_served
+from conformance.actions import expect_unchanged
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import scoped_name
+from conformance.actions import snapshot
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Trail
+from conformance.client import parse_time
 from conformance.env import Env
 from conformance.model import Place
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.tests.read.test_url_lifetime import _sample
 
 V = [f"step-{n:08d}" for n in range(0, 6)]
@@ -160,12 +162,8 @@ def test_urls_given_out_before_a_delete_serve_until_shortly_before_their_claimed
     url = body["files"][0]["url"]
     waited, near_end = _sample(api, reply, claimed, env.max_url_wait)
     where = "shortly before its urls_expire_at" if near_end else f"{waited:.0f}s later"
-    got = api.fetch(url)
-    check_equal((got.status, got.content == first["m.bin"]), (200, True), "VER-7.c",
-                f"GET of the deleted version's URL {where}")
-    part = api.fetch(url, byte_range=(100, 199))
-    check_equal((part.status, part.content), (206, first["m.bin"][100:200]), "VER-7.c",
-                f"ranged GET of the deleted version's URL {where}")
+    expect_served(api, url, first["m.bin"], (100, 199), "VER-7.c",
+                  f"the deleted version's URL {where}")
 
 
 @pytest.mark.rule("VER-7.d")

@@ -10,18 +10,16 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    expect_error,
-    expect_invisible,
-    expect_ok,
-    expect_unchanged,
-    expect_writer_alive,
-    make_files,
-    open_box,
-    snapshot,
-    start_upload,
-)
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_invisible
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import expect_writer_alive
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import snapshot
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check_equal

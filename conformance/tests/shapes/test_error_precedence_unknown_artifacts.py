@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import commit_ok, expect_error, make_files, open_box, sha256
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
 from conformance.client import Client
 from conformance.env import Env
 

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    expect_error,
-    expect_invisible,
-    expect_ok,
-    expect_unchanged,
-    make_files,
-    open_box,
-    sha256,
-    snapshot,
-)
+from conformance.actions import expect_error
+from conformance.actions import expect_invisible
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import snapshot
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check_equal
-from conformance.uploads import declared, expect_version_files, put_files, streamed, urls_of
+from conformance.uploads import declared
+from conformance.uploads import expect_version_files
+from conformance.uploads import put_files
+from conformance.uploads import streamed
+from conformance.uploads import urls_of
 
 V1 = "step-00000001"
 BAD_NAMES = ["../x.bin", "a/../x.bin", "./x.bin", "a//x.bin", "/x.bin", "a/x.bin/", "a/./x"]

@@ -8,28 +8,25 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    expect_error,
-    expect_invisible,
-    expect_ok,
-    expect_unchanged,
-    make_files,
-    open_box,
-    snapshot,
-)
+from conformance.actions import Box
+from conformance.actions import expect_error
+from conformance.actions import expect_invisible
+from conformance.actions import expect_ok
+from conformance.actions import expect_unchanged
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import snapshot
 from conformance.client import Client
 from conformance.env import Env
-from conformance.rules import check, check_equal
-from conformance.uploads import (
-    declared,
-    expect_version_files,
-    listing,
-    put_files,
-    streamed,
-    urls_of,
-    write_in_process,
-)
+from conformance.rules import check
+from conformance.rules import check_equal
+from conformance.uploads import declared
+from conformance.uploads import expect_version_files
+from conformance.uploads import listing
+from conformance.uploads import put_files
+from conformance.uploads import streamed
+from conformance.uploads import urls_of
+from conformance.uploads import write_in_process
 
 V1, V2 = "step-00000001", "step-00000002"
 

@@ -8,29 +8,26 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    download,
-    expect_error,
-    expect_invisible,
-    expect_ok,
-    make_files,
-    open_box,
-    sha256,
-)
+from conformance.actions import Box
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_invisible
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
 from conformance.client import Client
 from conformance.env import Env
 from conformance.past_the_limit import put_declared_past
-from conformance.rules import check, check_equal
-from conformance.uploads import (
-    declared,
-    expect_put_answer,
-    expect_version_files,
-    listing,
-    put_files,
-    streamed,
-    urls_of,
-)
+from conformance.rules import check
+from conformance.rules import check_equal
+from conformance.uploads import declared
+from conformance.uploads import expect_put_answer
+from conformance.uploads import expect_version_files
+from conformance.uploads import listing
+from conformance.uploads import put_files
+from conformance.uploads import streamed
+from conformance.uploads import urls_of
 
 V1, V2 = "step-00000001", "step-00000002"
 #: The largest file size limit the suite looks for (S3's is 5 TiB, the emulator's 1 TiB).

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    a_box_and_a_reader_elsewhere,
-    commit_ok,
-    expect_error,
-    expect_ok,
-    make_files,
-    open_box,
-    start_upload,
-)
+from conformance.actions import a_box_and_a_reader_elsewhere
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place

@@ -9,19 +9,23 @@ from functools import partial
 
 import pytest
 
-from conformance.actions import (
-    a_box_and_a_reader_elsewhere,
-    commit_ok,
-    download,
-    expect_ok,
-    make_files,
-    open_box,
-    two_clouds,
-)
+from conformance.actions import a_box_and_a_reader_elsewhere
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import two_clouds
 from conformance.client import Client
 from conformance.env import Env
-from conformance.model import DEFAULT_PRICES, UNKNOWN_PLACE, Place, price_per_gb
-from conformance.rules import check, check_equal, rule_of, unknown_rules
+from conformance.model import DEFAULT_PRICES
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import Place
+from conformance.model import price_per_gb
+from conformance.rules import check
+from conformance.rules import check_equal
+from conformance.rules import rule_of
+from conformance.rules import unknown_rules
 from conformance.usage import UsageModel
 
 pytestmark = [pytest.mark.usage]

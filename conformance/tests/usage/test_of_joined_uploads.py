@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import expect_ok, make_files, open_box, sha256
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place
 from conformance.rules import check_equal
-from conformance.uploads import declared, put_files, streamed, urls_of
+from conformance.uploads import declared
+from conformance.uploads import put_files
+from conformance.uploads import streamed
+from conformance.uploads import urls_of
 
 V1 = "step-00000001"
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    a_version_in_each_cloud,
-    commit_ok,
-    download,
-    expect_ok,
-    make_files,
-    open_box,
-)
+from conformance.actions import a_version_in_each_cloud
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE

@@ -6,18 +6,19 @@ from functools import partial
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    download,
-    expect_ok,
-    make_files,
-    open_box,
-    tampered_url,
-)
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import tampered_url
 from conformance.client import Client
 from conformance.env import Env
-from conformance.model import DEFAULT_PRICES, UNKNOWN_PLACE, Place
-from conformance.rules import check, check_equal
+from conformance.model import DEFAULT_PRICES
+from conformance.model import UNKNOWN_PLACE
+from conformance.model import Place
+from conformance.rules import check
+from conformance.rules import check_equal
 from conformance.usage import UsageModel
 
 pytestmark = [pytest.mark.usage]

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    edge_box,
-    expect_error,
-    expect_invisible,
-    expect_ok,
-    make_files,
-    sha256,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import commit_ok
+from conformance.actions import edge_box
+from conformance.actions import expect_error
+from conformance.actions import expect_invisible
+from conformance.actions import expect_ok
+from conformance.actions import make_files
+from conformance.actions import sha256
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 FILES = {"model.pt": 1500, "optim.pt": 400, "meta.json": 30}
 

@@ -8,20 +8,19 @@ import secrets
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    edge_box,
-    edge_name,
-    expect_error,
-    expect_ok,
-    file_specs,
-    make_files,
-    open_box,
-    sha256,
-    start_upload,
-)
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import edge_box
+from conformance.actions import edge_name
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_version_refused
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check_equal
@@ -64,13 +63,7 @@ def test_version_names_just_outside_the_pattern_invalid(
 ) -> None:
     a = edge_box(o41_api, o41_env.prefix, "v1")
     specs = [f.as_json() for f in file_specs(make_files({"m": 3}))]
-    expect_error(
-        o41_api.write(a.artifact, a.token, version, specs),
-        400,
-        "invalid_argument",
-        "VER-1.a",
-        f"write of version {version!r}",
-    )
+    expect_version_refused(o41_api, a, version, specs, "VER-1.a")
     check_equal(o41_api.artifact(a.artifact).body.get("versions"), 0, "VER-1.a", "versions")
 
 

@@ -6,21 +6,25 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    download,
-    expect_error,
-    expect_ok,
-    file_specs,
-    make_files,
-    open_box,
-    sha256,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_second_commit_refused
+from conformance.actions import expect_version_refused
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
-from conformance.rules import check, check_equal, rule_of, unknown_rules
+from conformance.rules import check
+from conformance.rules import check_equal
+from conformance.rules import rule_of
+from conformance.rules import unknown_rules
 
 
 def clause(cid: str) -> pytest.MarkDecorator:
@@ -63,13 +67,7 @@ def test_write_invalid_when_version_name_almost_valid(
 ) -> None:
     a = _box(o41_env, o41_api, "ver1a")
     specs = [f.as_json() for f in file_specs(make_files({"m": 8}))]
-    expect_error(
-        o41_api.write(a.artifact, a.token, version, specs),
-        400,
-        "invalid_argument",
-        "VER-1",
-        f"write of version {version!r}",
-    )
+    expect_version_refused(o41_api, a, version, specs, "VER-1")
     check_equal(_listed(o41_api, a.artifact), [], "VER-1", "versions after the refused write")
 
 
@@ -124,14 +122,8 @@ def test_commit_refused_when_second_upload_has_identical_files(
     files = make_files({"m": 64, "n": 10}, 4)
     first = start_upload(o41_api, a.artifact, a.token, "step-00000005", files)
     second = start_upload(o41_api, a.artifact, a.token, "step-00000005", files)
-    expect_ok(o41_api.commit(a.artifact, a.token, str(first.upload_id)), "VER-2", "commit")
-    expect_error(
-        o41_api.commit(a.artifact, a.token, str(second.upload_id)),
-        409,
-        "version_exists",
-        "VER-2",
-        "commit of a second upload of step 5 with the same files",
-    )
+    expect_second_commit_refused(o41_api, a, first, second, "version_exists", "VER-2",
+                                 "commit of a second upload of step 5 with the same files")
 
 
 @clause("VER-2.b")

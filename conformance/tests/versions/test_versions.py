@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    Box,
-    commit_ok,
-    expect_error,
-    expect_ok,
-    file_specs,
-    make_files,
-    open_box,
-    sha256,
-    start_upload,
-)
-from conformance.client import Client, Reply
+from conformance.actions import Box
+from conformance.actions import commit_ok
+from conformance.actions import expect_error
+from conformance.actions import expect_ok
+from conformance.actions import expect_second_commit_refused
+from conformance.actions import expect_version_refused
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import sha256
+from conformance.actions import start_upload
+from conformance.client import Client
+from conformance.client import Reply
 from conformance.env import Env
-from conformance.rules import check, check_equal
+from conformance.rules import check
+from conformance.rules import check_equal
 
 TINY = {"m": 64}
 
@@ -56,13 +58,7 @@ def test_write_invalid_when_version_name_malformed(
 ) -> None:
     a = _box(o41_env, o41_api, "ver1")
     specs = [f.as_json() for f in file_specs(make_files(TINY))]
-    expect_error(
-        o41_api.write(a.artifact, a.token, version, specs),
-        400,
-        "invalid_argument",
-        "VER-1",
-        f"write of version {version!r}",
-    )
+    expect_version_refused(o41_api, a, version, specs, "VER-1")
 
 
 @pytest.mark.rule("VER-1.b")
@@ -116,14 +112,8 @@ def test_commit_refused_when_same_version_uploaded_twice(o41_env: Env, o41_api: 
     up2 = start_upload(o41_api, a.artifact, a.token, "step-00000100", second)
     for up in (up1, up2):
         expect_ok(up.write, "VER-2", "write of step 100 before any commit")
-    expect_ok(o41_api.commit(a.artifact, a.token, str(up1.upload_id)), "VER-2", "first commit")
-    expect_error(
-        o41_api.commit(a.artifact, a.token, str(up2.upload_id)),
-        409,
-        "version_exists",
-        "VER-2",
-        "second commit of the same version name",
-    )
+    expect_second_commit_refused(o41_api, a, up1, up2, "version_exists", "VER-2",
+                                 "second commit of the same version name")
     _expect_step_100_holds(o41_api, a.artifact, first,
                            "the committed version's sha256 after the second commit")
 
@@ -149,14 +139,8 @@ def test_commit_refused_when_latest_moved_past(o41_env: Env, o41_api: Client) ->
     a = _box(o41_env, o41_api, "ver3b")
     late = start_upload(o41_api, a.artifact, a.token, "step-00000250", make_files(TINY))
     early = start_upload(o41_api, a.artifact, a.token, "step-00000300", make_files(TINY))
-    expect_ok(o41_api.commit(a.artifact, a.token, str(early.upload_id)), "VER-3", "commit 300")
-    expect_error(
-        o41_api.commit(a.artifact, a.token, str(late.upload_id)),
-        409,
-        "not_after_latest",
-        "VER-3",
-        "commit of step 250 after step 300",
-    )
+    expect_second_commit_refused(o41_api, a, early, late, "not_after_latest", "VER-3",
+                                 "commit of step 250 after step 300")
     check_equal(
         expect_ok(o41_api.artifact(a.artifact), "READ-1", "read")["latest"],
         "step-00000300",

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import (
-    commit_ok,
-    download,
-    expect_error,
-    expect_invisible,
-    expect_ok,
-    file_specs,
-    make_files,
-    open_box,
-    start_upload,
-)
+from conformance.actions import commit_ok
+from conformance.actions import download
+from conformance.actions import expect_error
+from conformance.actions import expect_invisible
+from conformance.actions import expect_ok
+from conformance.actions import file_specs
+from conformance.actions import make_files
+from conformance.actions import open_box
+from conformance.actions import start_upload
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check_equal
