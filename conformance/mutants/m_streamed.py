@@ -3,9 +3,6 @@
 replaces nothing or keeps the first size, a commit that fills in or forgives its list, an
 upload spoiled by a refused commit, a limit that is off or replaces the file, and errors
 answered in the wrong order (VER-6.f); one tracked row each (rows.py).
-
-:class:`StreamBook` is the same knowledge as a class, for mutants of other modules that
-stay classes.
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ from conformance.mutants.rows import noted
 from conformance.mutants.rows import recalled
 from conformance.mutants.rows import rows
 from conformance.mutants.tracking import Facts
-from conformance.mutants.tracking import Tracked
 from conformance.mutants.tracking import UploadInfo
 from conformance.mutants.tracking import body_of
 from conformance.mutants.tracking import key_of
@@ -78,22 +74,6 @@ def received(up: UploadInfo, lock: threading.Lock) -> list[dict[str, Any]]:
         puts = dict(up.puts)
     return [{"name": n, "size": len(d), "sha256": _sha(d)} for n, d in puts.items()
             if not any(f.get("name") == n and "size" in f for f in up.write.get("files") or [])]
-
-
-class StreamBook(Tracked):
-    """Knows which data PUTs are of streamed files (declared by name alone)."""
-
-    def streamed_put(self, request: Request) -> tuple[UploadInfo, str] | None:
-        """The upload and file name of a PUT to a streamed file's URL, else None."""
-        return _streamed(self.t, self.lock, request)
-
-    def received(self, up: UploadInfo) -> list[dict[str, Any]]:
-        """The commit list of what the streamed files of ``up`` last received."""
-        return received(up, self.lock)
-
-    def upload_of(self, request: Request) -> UploadInfo | None:
-        with self.lock:
-            return self.t.uploads.get(str(body_of(request).get("upload")))
 
 
 def streamed_put(turn: Turn) -> tuple[UploadInfo, str] | None:
