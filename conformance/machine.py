@@ -28,8 +28,8 @@ from hypothesis.stateful import precondition
 from hypothesis.stateful import rule
 
 from conformance.actions import download
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Reply
 from conformance.client import Trail
 from conformance.env import Env

@@ -20,10 +20,10 @@ from hypothesis.stateful import multiple
 from hypothesis.stateful import precondition
 from hypothesis.stateful import rule
 
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import file_specs
 from conformance.actions import open_raw
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.machine_parts import ALIASES
 from conformance.machine_parts import SMALL_FILES
 from conformance.machine_parts import Files

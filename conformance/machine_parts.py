@@ -14,9 +14,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.actions import expect_open_placed
 from conformance.actions import file_specs
 from conformance.actions import make_files
+from conformance.checks import expect_open_placed
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE
 from conformance.model import OpenOutcome

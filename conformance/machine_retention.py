@@ -20,10 +20,10 @@ from hypothesis.stateful import invariant
 from hypothesis.stateful import precondition
 from hypothesis.stateful import rule
 
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import file_specs
 from conformance.actions import make_files
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Reply
 from conformance.client import parse_time
 from conformance.machine_parts import SMALL_FILES

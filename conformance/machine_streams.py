@@ -20,10 +20,10 @@ from hypothesis.stateful import Bundle
 from hypothesis.stateful import multiple
 from hypothesis.stateful import rule
 
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import file_specs
 from conformance.actions import sha256
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.machine_parts import RULE_OF_KIND
 from conformance.machine_parts import Files
 from conformance.machine_parts import MBox

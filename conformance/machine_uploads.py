@@ -22,10 +22,10 @@ from hypothesis.stateful import multiple
 from hypothesis.stateful import precondition
 from hypothesis.stateful import rule
 
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
-from conformance.actions import expect_write_placed
 from conformance.actions import file_specs
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
+from conformance.checks import expect_write_placed
 from conformance.machine_parts import ALIASES
 from conformance.machine_parts import FILES
 from conformance.machine_parts import RULE_OF_KIND

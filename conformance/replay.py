@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from conformance.actions import Box
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.env import Env

@@ -8,7 +8,7 @@ from typing import Any
 
 from conformance.actions import Box
 from conformance.actions import download
-from conformance.actions import expect_ok
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.model import Place

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.actions import download
-from conformance.actions import expect_ok
 from conformance.actions import sha256
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.rules import check

@@ -1,5 +1,6 @@
 """Mutants of which error wins when a request is wrong in several ways: VER-6.f (the fence,
-the upload or the version checked before what makes the request malformed) and the key
+the step's conflict, the upload or the version checked before what makes the request
+malformed) and the key
 first (AUTH-1, AUTH-2.c, AUTH-3: 401 or 403 before a 400, 404 or 409), and the open's body
 checked after the artifact's state (API-1.f). One row each (rows.py)."""
 
@@ -12,6 +13,7 @@ from conformance.mutants.base import Request
 from conformance.mutants.base import Response
 from conformance.mutants.base import Upstream
 from conformance.mutants.base import api_request
+from conformance.mutants.m_retention import step_of
 from conformance.mutants.open_bends import SOURCE
 from conformance.mutants.rows import Bend
 from conformance.mutants.rows import On
@@ -207,6 +209,57 @@ def _bad_place_or_holder(request: Request) -> bool:
     return request.method == "POST" and (bad_place or not isinstance(holder, str))
 
 
+# --- VER-6.f: the step's conflict, the unknown upload or version before the body ---------
+
+
+def _holds_newest(turn: Turn) -> bool:
+    """The request's token is the newest of its artifact (so the token is no error)."""
+    body = body_of(turn.request)
+    with turn.lock:
+        newest = turn.t.newest.get(str(body.get("artifact")))
+    return newest is not None and newest.token == body.get("token")
+
+
+def _step_conflict(reply: Response, turn: Turn) -> Response:
+    """The 409 a write of this version would get for its step (the reply if none)."""
+    if not _holds_newest(turn):
+        return reply
+    body = body_of(turn.request)
+    step = step_of(body.get("version"))
+    listed = versions_of(turn.upstream, key_of(turn.request), str(body.get("artifact")))
+    if step is None or not listed:
+        return reply
+    if any(r.get("version") == body.get("version") for r in listed):
+        return Response.error(409, "version_exists", "the version is committed")
+    if step <= max(step_of(r.get("version")) or 0 for r in listed):
+        return Response.error(409, "not_after_latest", "the step is not after the latest")
+    return reply
+
+
+def _unknown_upload_first(reply: Response, turn: Turn) -> Response:
+    if not _holds_newest(turn):
+        return reply
+    with turn.lock:
+        known = str(body_of(turn.request).get("upload")) in turn.t.uploads
+    return reply if known else Response.error(404, "not_found", "no such upload")
+
+
+def _unknown_version_first(reply: Response, turn: Turn) -> Response:
+    body = body_of(turn.request)
+    with turn.lock:
+        info = turn.t.tokens.get(str(body.get("token")))
+    if info is not None and info.artifact == body.get("artifact"):
+        return reply
+    listed = versions_of(turn.upstream, key_of(turn.request), str(body.get("artifact")))
+    if any(r.get("version") == body.get("version") for r in listed):
+        return reply
+    return Response.error(404, "not_found", "no such version")
+
+
+def _names_an_upload(request: Request) -> bool:
+    return body_of(request).get("upload") is not None
+
+
 rows(
     Row("ver-write-malformed-with-a-fenced-token-gets-409", "VER-6.f",
         "a malformed write with a fenced token gets 409 fenced before its 400",
@@ -242,6 +295,22 @@ rows(
         On((*WRITE, *COMMIT, *DELETE), replies="error", code="invalid_argument"),
         answer=refused_when(_foreign_token_for_unknown_artifact, 404, "not_found",
                             "no such artifact"), tracked=True),
+    Row("ver-write-malformed-of-an-old-step-gets-409", "VER-6.f",
+        "a write wrong in its files for a committed or older step gets 409 before 400",
+        On(WRITE, replies="error", code="invalid_argument",
+           when=lambda r: not _names_an_upload(r)), answer=_step_conflict, tracked=True),
+    Row("ver-write-into-an-unknown-upload-of-an-old-step-gets-409", "VER-6.f",
+        "a write of an old step naming an unknown upload gets 409 before 404",
+        On(WRITE, replies=404, when=_names_an_upload), answer=_step_conflict, tracked=True),
+    Row("ver-commit-of-an-unknown-upload-with-a-bad-list-gets-404", "VER-6.f",
+        "a commit of an unknown upload with a malformed files list gets 404 before 400",
+        On(COMMIT, replies="error", code="invalid_argument"), answer=_unknown_upload_first,
+        tracked=True),
+    Row("ver-delete-of-an-unknown-version-with-a-bad-token-gets-404", "VER-6.f",
+        "a delete of an unknown version with a bad token gets 404 before 400",
+        On(("versions/delete",), replies="error", code="invalid_argument",
+           when=lambda r: step_of(body_of(r).get("version")) is not None),
+        answer=_unknown_version_first, tracked=True),
     Row("auth-unknown-key-with-malformed-request-gets-400", "AUTH-1.b",
         "a malformed request with a well-formed unknown key answers 400, not 401",
         On(("artifacts/open", "versions/write", "versions/read", "versions/list"), replies=401,

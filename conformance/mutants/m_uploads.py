@@ -46,11 +46,15 @@ def _note_put(turn: Turn, request: Request, reply: Response) -> None:
     if info and info["method"] == "PUT" and request.method == "PUT" and reply.ok:
         with turn.lock:
             turn.memory.setdefault("puts", {})[info["url"]] = request.body
+            turn.memory.setdefault("last_put", {})[
+                (info["artifact"], info["version"], info["name"])] = (info["upload"],
+                                                                      request.body)
 
 
 def booked(then: Bend) -> Bend:
-    """Notes each upload's write (what it declared, its URLs), every PUT of its files and
-    its commit in the row's memory, then bends the exchange with ``then``."""
+    """Notes each upload's write (what it declared, its URLs), every PUT of its files (by
+    URL, and the last one of each version's file name with its upload) and its commit in
+    the row's memory, then bends the exchange with ``then``."""
 
     def bend(reply: Response, turn: Turn) -> Response:
         request = turn.request

@@ -17,13 +17,13 @@ from conformance.mutants.base import ok_or
 from conformance.mutants.m_retention import claim
 from conformance.mutants.m_retention import claimed_step_refused
 from conformance.mutants.m_retention import step_of
-from conformance.mutants.m_streamed import received
 from conformance.mutants.m_versions import listed
 from conformance.mutants.rows import Bend
 from conformance.mutants.rows import On
 from conformance.mutants.rows import Row
 from conformance.mutants.rows import Turn
 from conformance.mutants.rows import rows
+from conformance.mutants.streamed_files import received
 from conformance.mutants.tracking import UploadInfo
 from conformance.mutants.tracking import body_of
 from conformance.mutants.tracking import with_key

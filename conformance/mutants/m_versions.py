@@ -1,26 +1,22 @@
 """Mutants of VER-2 and VER-3: an existing version reported as out of order or rewritten
 "fine", committed bytes that change after the commit, a step reported as existing, one
 below the latest taken then lost, step 0 malformed, a fork's source step taken as the
-floor. Rows (rows.py), but for the two that serve bytes of their own from the signed URLs
-they watched (:class:`~conformance.mutants.m_read.Watching`'s memory, not the facts a row
-reads): :class:`BytesFollowLastPut` and :class:`OldBytesFromNewest`."""
+floor. One row each (rows.py); the two that serve bytes of their own are watched rows,
+which read the signed URLs handed out (reads.py) and the uploads' book (m_uploads.booked)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.mutants.base import Request
 from conformance.mutants.base import Response
-from conformance.mutants.base import Upstream
 from conformance.mutants.base import api_request
 from conformance.mutants.base import error_code
-from conformance.mutants.base import mutant
-from conformance.mutants.m_read import Watching
 from conformance.mutants.m_read import bytes_reply
 from conformance.mutants.m_read import obj
 from conformance.mutants.m_read import parse_range
 from conformance.mutants.m_read import resend
 from conformance.mutants.m_retention import step_of
+from conformance.mutants.m_uploads import booked
 from conformance.mutants.rows import On
 from conformance.mutants.rows import Row
 from conformance.mutants.rows import Turn
@@ -32,10 +28,12 @@ from conformance.mutants.tracking import body_of
 from conformance.mutants.tracking import key_of
 from conformance.mutants.tracking import versions_of
 
-__all__ = ["UploadBook"]
+__all__ = ["last_put_served", "listed", "newest_same_file"]
 
 Json = dict[str, Any]
 WRITE, COMMIT = ("versions/write",), ("versions/commit",)
+#: Every exchange: the watched rows keep their book (m_uploads.booked) from all of them.
+ALL = On(kind="any", replies="any")
 
 
 def listed(turn: Turn, artifact: object) -> list[Json]:
@@ -47,102 +45,43 @@ def listed(turn: Turn, artifact: object) -> list[Json]:
     return list(data.get("versions") or []) if isinstance(data, dict) else []
 
 
-class UploadBook(Watching):
-    """:class:`Watching`, plus what each upload declared, which of its files were PUT
-    (with the bodies) and which uploads were committed."""
-
-    def remember(self, request: Request, resp: Response) -> None:
-        super().remember(request, resp)
-        sent, body = obj(request), obj(resp)
-        with self.lock:
-            if request.endpoint == "versions/write" and body.get("upload"):
-                self.state.setdefault("uploads", {})[body["upload"]] = {
-                    "artifact": sent.get("artifact"), "version": sent.get("version"),
-                    "files": sent.get("files") or [], "token": sent.get("token"),
-                    "urls": {f.get("name"): f.get("url") for f in body.get("files") or []}}
-            if request.endpoint == "versions/commit":
-                self.state.setdefault("committed", set()).add(sent.get("upload"))
-
-    def upload(self, upload: Any) -> dict[str, Any] | None:
-        with self.lock:
-            return self.state.get("uploads", {}).get(upload)
-
-    def put_body(self, url: str | None) -> bytes | None:
-        with self.lock:
-            return self.state.get("puts", {}).get(url)
-
-    def forward(self, request: Request, upstream: Upstream) -> Response:
-        resp = super().forward(request, upstream)
-        info = self.info(request) if request.kind == "data" else None
-        if info and info["method"] == "PUT" and request.method == "PUT" and resp.ok:
-            with self.lock:
-                self.state.setdefault("puts", {})[info["url"]] = request.body
-                last = self.state.setdefault("last_put", {})
-                last[(info["artifact"], info["version"], info["name"])] = (
-                    info["upload"], request.body)
-        return resp
-
-    def staged(self, artifact: str) -> list[dict[str, Any]]:
-        """Uploads of ``artifact`` not committed, whose every file was PUT."""
-        with self.lock:
-            done = self.state.get("committed", set())
-            ups = [dict(u, upload=k) for k, u in self.state.get("uploads", {}).items()
-                   if u["artifact"] == artifact and k not in done]
-            puts = self.state.get("puts", {})
-        return [u for u in ups if all(url in puts for url in u["urls"].values())]
+def last_put_served(turn: Turn) -> Response | None:
+    """A GET or HEAD of a committed file answered with the bytes last PUT for its name by
+    an upload of the same version not committed, when the size is the same."""
+    request = turn.request
+    info = turn.seen.info(request) if turn.seen and request.kind == "data" else None
+    if not info or info["method"] != "GET" or request.method not in ("GET", "HEAD"):
+        return None
+    with turn.lock:
+        upload, data = turn.memory.get("last_put", {}).get(
+            (info["artifact"], info["version"], info["name"]), (None, None))
+        done = set(turn.memory.get("committed", set()))
+    if data is None or upload in done or len(data) != info["size"]:
+        return None
+    span = parse_range(request.header("Range"), len(data))
+    if span is None:
+        return None
+    head = request.method == "HEAD"
+    if span == "none":
+        return bytes_reply(data, len(data), None, head)
+    return bytes_reply(data[span[0]:span[1] + 1], len(data), span, head)
 
 
-# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
-@mutant
-class BytesFollowLastPut(UploadBook):
-    """Bytes are stored per artifact, version and file name: a PUT to another upload of a
-    version replaces what its committed file serves, when the size is the same."""
-
-    name = "ver-immutable-bytes-follow-last-put-of-same-name"
-    clause = "VER-2.b"
-    summary = "a committed file serves the bytes last PUT for its name by another upload"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        info = self.info(request) if request.kind == "data" else None
-        if not info or info["method"] != "GET" or request.method not in ("GET", "HEAD"):
-            return self.forward(request, upstream)
-        with self.lock:
-            upload, data = self.state.get("last_put", {}).get(
-                (info["artifact"], info["version"], info["name"]), (None, None))
-            done = self.state.get("committed", set())
-        if data is None or upload in done or len(data) != info["size"]:
-            return self.forward(request, upstream)
-        span = parse_range(request.header("Range"), len(data))
-        if span is None:
-            return self.forward(request, upstream)
-        head = request.method == "HEAD"
-        if span == "none":
-            return bytes_reply(data, len(data), None, head)
-        return bytes_reply(data[span[0]:span[1] + 1], len(data), span, head)
-
-
-# A class, not a row: it reads the signed URLs Watching remembers, no row's facts.
-@mutant
-class OldBytesFromNewest(Watching):
-    """Once an artifact has 3 or more versions, a file of an older version is served from
+def newest_same_file(turn: Turn) -> Response | None:
+    """Once an artifact has 3 or more versions, a GET of an older version's file sent to
     the newest version's file of the same name and size (a cache keyed by file name)."""
-
-    name = "ver-immutable-old-file-served-from-newest-same-name"
-    clause = "VER-2.b"
-    summary = "with 3+ versions, an old file serves the newest same-named same-size file"
-
-    def handle(self, request: Request, upstream: Upstream) -> Response:
-        info = self.info(request) if request.kind == "data" else None
-        if not info or info["method"] != "GET":
-            return self.forward(request, upstream)
-        same = self.known(method="GET", artifact=info["artifact"])
-        versions = sorted({i["version"] for i in same if isinstance(i["version"], str)})
-        newer = [i for i in same if i["name"] == info["name"] and i["size"] == info["size"]
-                 and isinstance(i["version"], str) and i["version"] > info["version"]]
-        if len(versions) < 3 or not newer:
-            return self.forward(request, upstream)
-        best = max(newer, key=lambda i: i["version"])
-        return self.forward(resend(request, best["url"]), upstream)
+    request = turn.request
+    info = turn.seen.info(request) if turn.seen and request.kind == "data" else None
+    if not info or info["method"] != "GET":
+        return None
+    same = turn.seen.known(method="GET", artifact=info["artifact"])
+    versions = sorted({i["version"] for i in same if isinstance(i["version"], str)})
+    newer = [i for i in same if i["name"] == info["name"] and i["size"] == info["size"]
+             and isinstance(i["version"], str) and i["version"] > info["version"]]
+    if len(versions) < 3 or not newer:
+        return None
+    best = max(newer, key=lambda i: i["version"])
+    return turn.upstream.send(resend(request, best["url"]))
 
 
 # --- VER-2.a ---------------------------------------------------------------------------
@@ -289,6 +228,13 @@ rows(
     Row("ver-commit-of-a-committed-upload-answers-200", "VER-2.a",
         "a second commit of the same upload answers 200 and the version, not 409",
         On(COMMIT, replies="any"), answer=_again_as_read, tracked=True),
+    # Bytes stored per artifact, version and file name: another upload's PUT replaces them.
+    Row("ver-immutable-bytes-follow-last-put-of-same-name", "VER-2.b",
+        "a committed file serves the bytes last PUT for its name by another upload",
+        ALL, serve=last_put_served, answer=booked(lambda reply, turn: reply), watched=True),
+    Row("ver-immutable-old-file-served-from-newest-same-name", "VER-2.b",
+        "with 3+ versions, an old file serves the newest same-named same-size file",
+        On(kind="data", replies="any"), serve=newest_same_file, watched=True),
     Row("ver-immutable-sha256-upper-cased-after-relaunch", "VER-2.b",
         "after a relaunch, older versions report their sha256 in upper case",
         On(("versions/read",)), answer=_upper_sha_of_older_epochs, tracked=True),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.actions import ranges, tampered_url
+from conformance.actions import ranges
 from conformance.client import Reply, normalize_base, parse_time
 from conformance.model import (
     DEFAULT_PRICES,
@@ -34,6 +34,7 @@ from conformance.scenarios import (
     load_scenarios,
     parse_size,
 )
+from conformance.signatures import tampered_url
 from conformance.usage import UsageModel
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,15 +11,15 @@ import pytest
 
 from conformance.actions import Box
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_invisible
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import start_upload
+from conformance.checks import expect_error
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.env import Env
+from conformance.probes import expect_invisible
 
 CREDENTIALS = {
     "no-header": {},

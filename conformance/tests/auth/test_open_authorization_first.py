@@ -8,15 +8,15 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_unchanged
-from conformance.actions import expect_writer_alive
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import scoped_name
-from conformance.actions import snapshot
+from conformance.checks import expect_error
 from conformance.client import Client
 from conformance.env import Env
+from conformance.names import scoped_name
+from conformance.probes import expect_unchanged
+from conformance.probes import expect_writer_alive
+from conformance.probes import snapshot
 
 
 def _refusals(env: Env, api: Client, target: str, src: str) -> list[tuple[str, str | None]]:

@@ -9,16 +9,16 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_invisible
-from conformance.actions import expect_ok
-from conformance.actions import expect_writer_alive
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
+from conformance.probes import expect_invisible
+from conformance.probes import expect_writer_alive
 from conformance.rules import check_equal
 
 V1, V2, V5 = "step-00000001", "step-00000002", "step-00000005"

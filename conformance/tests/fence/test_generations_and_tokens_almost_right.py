@@ -15,19 +15,19 @@ import pytest
 from conformance.actions import Box
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import edge_name
-from conformance.actions import expect_error
-from conformance.actions import expect_invisible
-from conformance.actions import expect_ok
-from conformance.actions import expect_resumes
-from conformance.actions import expect_writer_alive
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import scoped_name
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
+from conformance.names import edge_name
+from conformance.names import scoped_name
+from conformance.probes import expect_invisible
+from conformance.probes import expect_resumes
+from conformance.probes import expect_writer_alive
 from conformance.rules import check
 from conformance.rules import check_equal
 

@@ -8,11 +8,11 @@ import pytest
 
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check

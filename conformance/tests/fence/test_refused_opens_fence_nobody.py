@@ -14,19 +14,19 @@ from dataclasses import dataclass
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import edge_name
-from conformance.actions import expect_ok
-from conformance.actions import expect_unchanged
-from conformance.actions import expect_writer_alive
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import open_raw
-from conformance.actions import scoped_name
-from conformance.actions import scoped_prefixes
-from conformance.actions import snapshot
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.env import Env
+from conformance.names import edge_name
+from conformance.names import scoped_name
+from conformance.names import scoped_prefixes
+from conformance.probes import expect_unchanged
+from conformance.probes import expect_writer_alive
+from conformance.probes import snapshot
 from conformance.rules import RuleViolation
 from conformance.rules import check
 from conformance.rules import check_equal

@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
-from conformance.actions import expect_resumes
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
+from conformance.probes import expect_resumes
 from conformance.rules import check
 from conformance.rules import check_equal
 

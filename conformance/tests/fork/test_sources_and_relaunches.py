@@ -11,14 +11,14 @@ import pytest
 from conformance.actions import Box
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import expect_error
-from conformance.actions import expect_fork_forbidden
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
+from conformance.probes import expect_fork_forbidden
 from conformance.rules import check
 from conformance.rules import check_equal
 from conformance.tests.auth.test_scopes_on_held_artifacts import _scoped

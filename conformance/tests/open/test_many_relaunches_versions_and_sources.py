@@ -10,21 +10,21 @@ import pytest
 
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import edge_name
-from conformance.actions import expect_error
-from conformance.actions import expect_fork_forbidden
-from conformance.actions import expect_ok
-from conformance.actions import expect_unchanged
-from conformance.actions import expect_writer_alive
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import open_raw
-from conformance.actions import scoped_name
-from conformance.actions import snapshot
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place
+from conformance.names import edge_name
+from conformance.names import scoped_name
+from conformance.probes import expect_fork_forbidden
+from conformance.probes import expect_unchanged
+from conformance.probes import expect_writer_alive
+from conformance.probes import snapshot
 from conformance.rules import check_equal
 
 FILES = {"model.pt": 2048, "shards/rank-1/optim.bin": 300, "empty": 0}

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import parse_time
 from conformance.env import Env

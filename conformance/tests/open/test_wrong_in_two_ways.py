@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 
 from conformance.actions import Box
-from conformance.actions import Snapshot
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_unchanged
-from conformance.actions import expect_writer_alive
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import snapshot
+from conformance.checks import expect_error
 from conformance.client import Client
 from conformance.env import Env
+from conformance.probes import Snapshot
+from conformance.probes import expect_unchanged
+from conformance.probes import expect_writer_alive
+from conformance.probes import snapshot
 from conformance.rules import check
 
 V1, V2 = "step-00000001", "step-00000002"

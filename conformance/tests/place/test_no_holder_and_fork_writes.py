@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import two_clouds
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import Place

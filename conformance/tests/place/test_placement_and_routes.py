@@ -7,12 +7,12 @@ import pytest
 from conformance.actions import Box
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import expect_ok
-from conformance.actions import expect_write_placed
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import two_clouds
+from conformance.checks import expect_ok
+from conformance.checks import expect_write_placed
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE

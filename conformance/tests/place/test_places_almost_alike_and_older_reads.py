@@ -9,20 +9,20 @@ import secrets
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import edge_name
-from conformance.actions import expect_ok
-from conformance.actions import expect_open_placed
-from conformance.actions import expect_write_placed
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import open_raw
+from conformance.checks import expect_ok
+from conformance.checks import expect_open_placed
+from conformance.checks import expect_write_placed
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE
 from conformance.model import Place
 from conformance.model import Topology
 from conformance.model import route_between
+from conformance.names import edge_name
 from conformance.rules import check
 from conformance.rules import check_equal
 

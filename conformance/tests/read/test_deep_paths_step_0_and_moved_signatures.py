@@ -14,12 +14,12 @@ from urllib.parse import urlunsplit
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import sha256
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check

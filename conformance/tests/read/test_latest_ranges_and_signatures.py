@@ -12,19 +12,19 @@ from urllib.parse import urlunsplit
 import pytest
 
 from conformance.actions import Box
-from conformance.actions import carries_values
-from conformance.actions import case_matters
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.rules import check
 from conformance.rules import check_equal
 from conformance.rules import rule_of
 from conformance.rules import unknown_rules
+from conformance.signatures import carries_values
+from conformance.signatures import case_matters
 
 MIB = 1 << 20
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

@@ -13,21 +13,21 @@ from urllib.parse import urlunsplit
 import pytest
 
 from conformance.actions import Box
-from conformance.actions import carries_values
-from conformance.actions import case_matters
 from conformance.actions import commit_ok
-from conformance.actions import edge_name
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import sha256
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.env import Env
+from conformance.names import edge_name
 from conformance.rules import check
 from conformance.rules import check_equal
+from conformance.signatures import carries_values
+from conformance.signatures import case_matters
 
 SIZE = 1000
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

@@ -24,16 +24,16 @@ from typing import Any
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_ok
-from conformance.actions import expect_served
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.client import Trail
 from conformance.client import parse_time
 from conformance.env import Env
+from conformance.probes import expect_served
 from conformance.rules import check
 from conformance.rules import check_equal
 

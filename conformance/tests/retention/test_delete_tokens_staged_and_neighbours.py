@@ -10,15 +10,15 @@ import pytest
 
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
-from conformance.actions import expect_unchanged
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import snapshot
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
+from conformance.probes import expect_unchanged
+from conformance.probes import snapshot
 from conformance.rules import check_equal
 
 V = [f"step-{n:08d}" for n in range(0, 6)]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from conformance.actions import expect_error
 from conformance.actions import open_box
+from conformance.checks import expect_error
 from conformance.client import Client
 from conformance.env import Env
 

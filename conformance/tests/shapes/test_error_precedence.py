@@ -9,18 +9,18 @@ from dataclasses import dataclass
 import pytest
 
 from conformance.actions import Box
-from conformance.actions import Snapshot
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
-from conformance.actions import expect_unchanged
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import sha256
-from conformance.actions import snapshot
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.env import Env
+from conformance.probes import Snapshot
+from conformance.probes import expect_unchanged
+from conformance.probes import snapshot
 from conformance.uploads import declared
 from conformance.uploads import put_files
 from conformance.uploads import streamed

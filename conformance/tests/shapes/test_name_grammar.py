@@ -10,17 +10,17 @@ import secrets
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
-from conformance.actions import expect_unchanged
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import snapshot
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.env import Env
 from conformance.model import parse_step
 from conformance.model import version_name
+from conformance.probes import expect_unchanged
+from conformance.probes import snapshot
 from conformance.rules import check_equal
 
 #: Name parts one step outside the grammar: a first character that is not a letter or a

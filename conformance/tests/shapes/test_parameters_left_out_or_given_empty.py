@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
-from conformance.actions import expect_unchanged
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import snapshot
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
+from conformance.probes import expect_unchanged
+from conformance.probes import snapshot
 from conformance.rules import check_equal
 
 SHA = "0" * 64

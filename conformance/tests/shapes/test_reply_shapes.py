@@ -16,18 +16,18 @@ import pytest
 
 from conformance.actions import Box
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import tampered_url
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.client import parse_time
 from conformance.env import Env
 from conformance.rules import check
 from conformance.rules import check_equal
+from conformance.signatures import tampered_url
 
 DAY = 86_400.0
 LISTED_FIELDS = ("artifact", "version", "step", "location", "size", "created_at", "epoch",

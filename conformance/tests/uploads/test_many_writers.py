@@ -9,15 +9,15 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conformance.actions import Box
-from conformance.actions import expect_error
-from conformance.actions import expect_invisible
-from conformance.actions import expect_ok
-from conformance.actions import expect_unchanged
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import snapshot
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
+from conformance.probes import expect_invisible
+from conformance.probes import expect_unchanged
+from conformance.probes import snapshot
 from conformance.rules import check
 from conformance.rules import check_equal
 from conformance.uploads import declared

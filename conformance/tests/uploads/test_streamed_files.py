@@ -10,15 +10,15 @@ import pytest
 
 from conformance.actions import Box
 from conformance.actions import download
-from conformance.actions import expect_error
-from conformance.actions import expect_invisible
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import sha256
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.past_the_limit import put_declared_past
+from conformance.probes import expect_invisible
 from conformance.rules import check
 from conformance.rules import check_equal
 from conformance.uploads import declared

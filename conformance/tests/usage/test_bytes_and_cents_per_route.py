@@ -12,20 +12,20 @@ import pytest
 
 from conformance.actions import Box
 from conformance.actions import commit_ok
-from conformance.actions import edge_name
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import open_raw
-from conformance.actions import tampered_url
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import DEFAULT_PRICES
 from conformance.model import UNKNOWN_PLACE
 from conformance.model import Place
 from conformance.model import price_per_gb
+from conformance.names import edge_name
 from conformance.rules import check
 from conformance.rules import check_equal
+from conformance.signatures import tampered_url
 
 pytestmark = [pytest.mark.usage]
 

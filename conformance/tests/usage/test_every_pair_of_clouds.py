@@ -9,7 +9,7 @@ import pytest
 
 from conformance.actions import a_version_in_each_cloud
 from conformance.actions import download
-from conformance.actions import expect_ok
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.usage import UsageModel

@@ -12,10 +12,10 @@ import pytest
 from conformance.actions import a_box_and_a_reader_elsewhere
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import two_clouds
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import DEFAULT_PRICES

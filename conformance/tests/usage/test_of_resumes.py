@@ -11,9 +11,9 @@ import pytest
 from conformance.actions import a_version_in_each_cloud
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import UNKNOWN_PLACE

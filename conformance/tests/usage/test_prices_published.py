@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.actions import expect_ok
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.prices import prices_missing

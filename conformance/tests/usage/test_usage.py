@@ -8,10 +8,9 @@ import pytest
 
 from conformance.actions import commit_ok
 from conformance.actions import download
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import open_box
-from conformance.actions import tampered_url
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
 from conformance.model import DEFAULT_PRICES
@@ -19,6 +18,7 @@ from conformance.model import UNKNOWN_PLACE
 from conformance.model import Place
 from conformance.rules import check
 from conformance.rules import check_equal
+from conformance.signatures import tampered_url
 from conformance.usage import UsageModel
 
 pytestmark = [pytest.mark.usage]

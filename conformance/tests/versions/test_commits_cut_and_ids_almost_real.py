@@ -8,15 +8,15 @@ import pytest
 
 from conformance.actions import commit_ok
 from conformance.actions import edge_box
-from conformance.actions import expect_error
-from conformance.actions import expect_invisible
-from conformance.actions import expect_ok
 from conformance.actions import make_files
 from conformance.actions import sha256
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.env import Env
+from conformance.probes import expect_invisible
 from conformance.rules import check
 from conformance.rules import check_equal
 

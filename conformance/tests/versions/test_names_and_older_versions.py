@@ -12,17 +12,17 @@ from conformance.actions import Box
 from conformance.actions import commit_ok
 from conformance.actions import download
 from conformance.actions import edge_box
-from conformance.actions import edge_name
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
-from conformance.actions import expect_version_refused
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import sha256
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.env import Env
+from conformance.names import edge_name
+from conformance.probes import expect_version_refused
 from conformance.rules import check_equal
 
 FILES = {"model.pt": 1500, "optim.pt": 400, "meta.json": 30}

@@ -6,18 +6,18 @@ import pytest
 
 from conformance.actions import Box
 from conformance.actions import commit_ok
-from conformance.actions import expect_error
-from conformance.actions import expect_ok
-from conformance.actions import expect_second_commit_refused
-from conformance.actions import expect_version_refused
 from conformance.actions import file_specs
 from conformance.actions import make_files
 from conformance.actions import open_box
 from conformance.actions import sha256
 from conformance.actions import start_upload
+from conformance.checks import expect_error
+from conformance.checks import expect_ok
 from conformance.client import Client
 from conformance.client import Reply
 from conformance.env import Env
+from conformance.probes import expect_second_commit_refused
+from conformance.probes import expect_version_refused
 from conformance.rules import check
 from conformance.rules import check_equal
 
