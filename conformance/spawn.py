@@ -27,6 +27,10 @@ __all__ = ["SPAWN_MAX_FILE_SIZE", "SpawnError", "SpawnedEmulator", "emulator_con
 #: most), low enough for the suite to send a body past it (--max-put-bytes).
 SPAWN_MAX_FILE_SIZE = 8 << 20
 
+# How long a spawned emulator may take to answer its first health check. Long, since an
+# exit ends the wait at once: only a start that hangs meets it, and on a 2-core runner beside
+# six busy processes one took over 30 s (load 13-20).
+START_TIMEOUT = 300.0
 _LISTENING = re.compile(r"listening on (http://\S+)")
 _KEY = re.compile(r"O41_ARTIFACTS_API_KEY=(\S+)")
 
@@ -120,7 +124,7 @@ class SpawnedEmulator:
             return None
         return {k: v for k, v in os.environ.items() if k != SERVE_DATABASE}
 
-    def start(self, timeout: float = 30.0) -> str:
+    def start(self, timeout: float = START_TIMEOUT) -> str:
         """Start and wait until ``/_emulator/health`` answers; return the URL."""
         self.launch()
         return self.wait_ready(timeout)
@@ -145,7 +149,7 @@ class SpawnedEmulator:
                 preexec_fn=_die_with_parent, env=self._env(),
             )
 
-    def wait_ready(self, timeout: float = 30.0) -> str:
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> str:
         """Wait until the launched emulator's ``/_emulator/health`` answers; its URL."""
         if self._ready and self.proc is not None:
             return self.url

@@ -10,12 +10,14 @@ import sys
 import tomllib
 from pathlib import Path
 
+from tests.support.deadlines import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_import_contracts_are_kept():
     lint = Path(sys.executable).with_name("lint-imports")
-    out = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     assert f"Contracts: {len(contracts['contracts'])} kept, 0 broken." in out.stdout

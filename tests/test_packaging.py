@@ -14,6 +14,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from tests.support.deadlines import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parent.parent
 OWN = {"emulator", "conformance", "replay", "o41", "tests", "bench"}
 # Import names that differ from the distribution that provides them.
@@ -70,7 +72,7 @@ def loaded(module: str, watched: set[str]) -> list[str]:
     code = (f"import {module}, sys; "
             f"print(sorted(m for m in {sorted(watched)!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, check=True, timeout=60)
+                         text=True, check=True, timeout=HANG_GUARD)
     return ast.literal_eval(out.stdout.strip())
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.deadlines import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parent.parent
 
 PROJECT = {
@@ -76,7 +78,7 @@ def _run(project: Path, *args: str, processes: str = "2") -> tuple[subprocess.Co
     for name in [n for n in env if n.startswith(("PYTEST_XDIST_", "PYTEST_ADDOPTS"))]:
         del env[name]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_GUARD)
     seen = {p.name: json.loads(p.read_text()) for p in where.iterdir()}
     return done, seen
 

@@ -31,7 +31,9 @@ class ServedEmulator:
     """One emulator subprocess; `args` go to `o41-emulator serve` after `--port 0`."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None,
-                 start_timeout: float = 60.0, quiet: bool = True) -> None:
+                 start_timeout: float = 300.0, quiet: bool = True) -> None:
+        # Long, since an exit ends the wait at once: only a start that hangs meets it, and
+        # on a 2-core runner beside six busy processes a start took over 30 s (load 13-20).
         self.args = list(args)
         self.env = env
         self.start_timeout = start_timeout

@@ -14,6 +14,7 @@ import o41
 from o41 import ExitCode, checkpoint
 from o41.cli import main
 from o41.local import LocalFile
+from tests.support.deadlines import HANG_GUARD
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
@@ -124,7 +125,7 @@ def test_cli_both_local_is_usage_error(capsys: pytest.CaptureFixture[str]) -> No
 def test_cli_process_without_url_exit_invalid_one_line() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("O41_")}
     proc = subprocess.run([sys.executable, "-m", "o41", "ls", "o41://a/b"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=HANG_GUARD)
     assert proc.returncode == ExitCode.INVALID
     assert proc.stderr.startswith("o41: config_error: O41_ARTIFACTS_API_URL is not set")
     assert proc.stderr.count("\n") == 1

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 import o41
+from tests.support.deadlines import HANG_GUARD
 from tests.support.trainer_runs import artifact, o41_launcher, start, versions, wait_for_version
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def test_async_save_commits_one_version_when_its_future_is_done(o41_env: Emulato
                                                                 o41_location: str) -> None:
     future = dcp.async_save({"w": torch.arange(10.0)},
                             checkpoint_id=f"{o41_location}/step-00000003")
-    future.result(timeout=120)
+    future.result(timeout=HANG_GUARD)
     assert [v["version"] for v in versions(o41_env.api, o41_env.key, o41_location)] == [
         "step-00000003"]
 

@@ -18,6 +18,7 @@ import pytest
 import o41
 from o41.fs.filesystem import O41FileSystem
 from tests.support import client_helpers
+from tests.support.deadlines import HANG_GUARD
 from tests.support.trainer_runs import REPO, versions
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ def run_script(emu: Emulator, location: str, end: str) -> subprocess.Popen[str]:
 def test_exit_commits_the_step_whose_files_all_closed(
         served_emulator: Emulator, o41_location: str, end: str, code: int) -> None:
     proc = run_script(served_emulator, o41_location, end)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == code, err
     assert committed(served_emulator, o41_location) == {1: ["model.pt", "optim.pt"],
                                                      2: ["model.pt", "optim.pt"]}
@@ -167,7 +168,7 @@ def test_sigterm_commits_the_step_then_ends_the_process_as_sigterm_does(
     proc = run_script(served_emulator, o41_location, "sys.stdin.read()")
     assert proc.stdout is not None and proc.stdout.readline() == "saved\n"
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == -signal.SIGTERM, err
     assert committed(served_emulator, o41_location) == {1: ["model.pt", "optim.pt"],
                                                      2: ["model.pt", "optim.pt"]}
@@ -184,7 +185,7 @@ def test_sigterm_handler_of_the_trainer_still_runs_after_the_commit(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline() == "saved\n"
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == 0 and out == "own handler\n", err
     assert sorted(committed(served_emulator, o41_location)) == [1, 2]
 
@@ -194,7 +195,7 @@ def test_kill_9_before_the_commit_leaves_the_previous_step_as_latest(
     proc = run_script(served_emulator, o41_location, "sys.stdin.read()")
     assert proc.stdout is not None and proc.stdout.readline() == "saved\n"
     proc.kill()
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=HANG_GUARD)
     assert committed(served_emulator, o41_location) == {1: ["model.pt", "optim.pt"]}
     assert make_fs(served_emulator, mode="read").cat(f"{o41_location}/latest/optim.pt") \
         == b"optim.pt"
@@ -209,7 +210,7 @@ def test_a_file_cut_short_by_an_exception_leaves_no_half_step(
            "    raise MemoryError('the optimizer state did not fit')\n").replace(
                "{location}", o41_location)
     proc = run_script(served_emulator, o41_location, end)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == 1 and "MemoryError" in err
     assert "step-00000003 was written" in err  # named as never committed
     assert sorted(committed(served_emulator, o41_location)) == [1, 2]

@@ -17,6 +17,7 @@ import o41
 from o41.fs.filesystem import O41FileSystem
 from o41.writing.stage import UncommittedWarning
 from tests.support.client_helpers import make_fs
+from tests.support.deadlines import HANG_GUARD
 
 if TYPE_CHECKING:
     from tests.support.client_fixtures import Emulator
@@ -165,7 +166,7 @@ def test_step_without_commit_signal_is_named_at_exit_and_never_visible(
               "fs = fsspec.filesystem('o41')\n"
               f"fs.pipe_file('{o41_location}/step-00000009/shard.distcp', b'no marker')\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, env=client_env(served_emulator))
+                          text=True, timeout=HANG_GUARD, env=client_env(served_emulator))
     assert proc.returncode == 0, proc.stderr
     assert "UncommittedWarning" in proc.stderr
     assert f"{o41_location}/step-00000009 was written (shard.distcp) but never committed" \

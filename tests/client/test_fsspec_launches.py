@@ -23,6 +23,7 @@ import pytest
 
 import o41
 from tests.support import client_helpers
+from tests.support.deadlines import HANG_GUARD
 from tests.support.trainer_runs import REPO, artifact, versions
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def test_o41_run_holds_the_open_for_its_command(served_emulator: Emulator,
     script = ("import fsspec; fs = fsspec.filesystem('o41');"
               f"fs.pipe('{o41_location}/step-00000001/a', b'a')")
     done = subprocess.run([str(Path(sys.executable).with_name("o41")), "run", o41_location,
-                           "--", sys.executable, "-c", script], cwd=REPO, timeout=120,
+                           "--", sys.executable, "-c", script], cwd=REPO, timeout=HANG_GUARD,
                           capture_output=True, text=True, env=served_emulator.client_env())
     assert done.returncode == 0, done.stderr
     assert f"o41 run: opened {o41_location} at epoch 1" in done.stderr
@@ -179,7 +180,7 @@ def test_fenced_process_exits_8_with_one_line_naming_the_newer_holder(
               "except PermissionError:\n"
               "    pass  # what Lightning's _atomic_save does\n"
               "print('trained on')\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, timeout=120,
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, timeout=HANG_GUARD,
                           capture_output=True, text=True, env=served_emulator.client_env())
     assert done.returncode == 8
     assert "trained on" not in done.stdout

@@ -13,6 +13,7 @@ import pytest
 
 import o41
 from tests.support import client_helpers
+from tests.support.deadlines import HANG_GUARD
 from tests.support.trainer_runs import REPO, artifact, versions
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ print("trained on")
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == "read\n"
     zombie.pipe(f"{o41_location}/step-00000002/model.pt", b"zombie's two")
-    out, err = proc.communicate("go\n", timeout=120)
+    out, err = proc.communicate("go\n", timeout=HANG_GUARD)
     assert proc.returncode == 8 and "trained on" not in out
     lines = [ln for ln in err.splitlines() if ln.startswith("o41: fenced: ")]
     assert len(lines) == 1 and "O41_MODE=write" in lines[0], err

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support.deadlines import HANG_GUARD
 from tests.support.trainer_runs import versions
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def test_upath_of_an_o41_url_writes_reads_and_lists_without_a_warning(
     (info / "entry_points.txt").write_text(f"[{GROUP}]\no41 = {declared_entry_point()}\n")
     env = served_emulator.client_env(PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
     done = subprocess.run([sys.executable, "-c", SCRIPT, o41_location], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_GUARD)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok" and "not explicitly implemented" not in done.stderr
     found = versions(served_emulator.api, served_emulator.key, o41_location)

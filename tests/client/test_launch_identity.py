@@ -16,6 +16,7 @@ import pytest
 
 import o41
 from o41.writing import registry
+from tests.support.deadlines import HANG_GUARD
 from tests.support.trainer_runs import REPO, artifact, o41_launcher, versions
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ pytest_plugins = ["tests.support.client_fixtures"]
 def run_python(emu: Emulator, script: str, launcher: list[str] | None = None,
                **env: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([*(launcher or []), sys.executable, "-c", script], cwd=REPO,
-                          env=emu.client_env(**env), timeout=180, capture_output=True,
+                          env=emu.client_env(**env), timeout=HANG_GUARD, capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr
     return done
@@ -180,8 +181,8 @@ def test_reader_in_another_pid_namespace_beside_a_writer_takes_nothing_of_it(
     with writer.open(f"{o41_location}/step-00000002/big.bin", "wb") as f:
         f.write(data[:12 << 20])
         done = subprocess.run(["unshare", "-p", "-f", "--mount-proc", sys.executable, "-c",
-                               reader], cwd=REPO, timeout=120, capture_output=True, text=True,
-                              env=served_emulator.client_env(TMPDIR=str(tmp_path)))
+                               reader], cwd=REPO, timeout=HANG_GUARD, capture_output=True,
+                              text=True, env=served_emulator.client_env(TMPDIR=str(tmp_path)))
         assert done.returncode == 0 and done.stdout.strip() == "first", done.stderr
         f.write(data[12 << 20:])
     assert writer.cat(f"{o41_location}/latest/big.bin") == data

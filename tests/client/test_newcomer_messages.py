@@ -22,6 +22,7 @@ from emulator.settings.config import Settings as EmulatorSettings
 from o41.cli import main as o41_main
 from o41.config import holder_from_env, redact_key, same_task
 from o41.errors import ExitCode
+from tests.support.deadlines import HANG_GUARD
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,7 +62,7 @@ def test_serve_on_a_busy_port_says_so_in_one_line_and_names_the_way_out(tmp_path
         port = taken.getsockname()[1]
         done = subprocess.run(
             [sys.executable, "-m", "emulator", "serve", "--port", str(port), "--data-dir",
-             str(tmp_path / "data")], capture_output=True, text=True, timeout=60)
+             str(tmp_path / "data")], capture_output=True, text=True, timeout=HANG_GUARD)
     assert done.returncode == 1
     assert done.stderr == (f"Error: port {port} on 127.0.0.1 is already in use (another "
                            "emulator?): pick another with --port PORT, or --port 0 for any "

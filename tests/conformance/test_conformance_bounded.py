@@ -13,6 +13,7 @@ import pytest
 from conformance import transport
 from conformance.target import TargetError, probe
 from conformance.transport import RequestDeadline, bounded_request
+from tests.support.deadlines import HANG_GUARD
 from tests.support.fake_targets import raw_target, run_suite, trickle_404
 
 
@@ -30,7 +31,7 @@ def test_trickling_target_stops_the_run_at_the_probe_deadline_with_one_line() ->
     returns is the machine's: the subprocess' timeout only guards against a hang.)"""
     with raw_target(trickle_404) as url:
         done = run_suite("--target", url, "--api-key", "ak_x", "-q",
-                         "--request-deadline", "600", timeout=240)
+                         "--request-deadline", "600", timeout=HANG_GUARD)
     out = done.stdout + done.stderr
     assert done.returncode >= 2, out[-2000:]
     lines = [ln for ln in out.splitlines() if "o41 conformance: target" in ln]
@@ -100,7 +101,7 @@ def test_each_test_ends_by_its_deadline_naming_the_option(tmp_path) -> None:
     with raw_target(_probe_then_trickle) as url:
         done = run_suite(
             "--target", url, "--api-key", "ak_x", "--rules", "OPEN-1", "-x", "-q",
-            "--request-deadline", "30", "--test-deadline", "2", timeout=240,
+            "--request-deadline", "30", "--test-deadline", "2", timeout=HANG_GUARD,
         )
     out = done.stdout + done.stderr
     assert done.returncode == 1, out[-3000:]

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance.rules import CLAUSES, RULES, clauses_of_rule, rule_of, unknown_rules
+from tests.support.deadlines import HANG_GUARD
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,7 +51,8 @@ def markers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     }
     cmd = [sys.executable, "-m", "pytest", "conformance", "--collect-only", "-q"]
     cmd += ["-p", "o41_marker_dump", "-p", "no:cacheprovider", "-p", "no:randomly"]
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=HANG_GUARD)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(dump.read_text())
 

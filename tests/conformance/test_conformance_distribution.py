@@ -12,6 +12,8 @@ from pathlib import Path
 
 from setuptools import find_namespace_packages
 
+from tests.support.deadlines import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance"
 
@@ -53,5 +55,5 @@ def test_every_suite_module_imports_without_the_mutants() -> None:
     code = ("import importlib, sys; sys.modules['conformance.mutants'] = None; "
             f"[importlib.import_module(m) for m in {_suite_modules()!r}]; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=HANG_GUARD)
     assert done.stdout.strip() == "ok", done.stderr[-2000:]

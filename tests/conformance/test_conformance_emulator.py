@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from conformance.rules import RULES
+from tests.support.deadlines import HANG_GUARD
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR = Path(sys.executable).with_name("o41-emulator")
@@ -67,8 +68,9 @@ def run_suite(tmp: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     ]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("O41_ARTIFACTS_API_KEY", None)
-    # A hang guard, not a time limit: the whole suite took over 300 s at load 20 (2 cores).
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800, env=env)
+    # The whole suite took over 300 s at load 20 (2 cores).
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=HANG_GUARD,
+                          env=env)
     data = json.loads(report.read_text()) if report.exists() else {}
     return proc.returncode, data, (proc.stdout + proc.stderr)[-4000:]
 
@@ -228,7 +230,7 @@ def test_plugin_inert_without_target(tmp_path: Path) -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD,
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "skipped" in proc.stdout and "passed" not in proc.stdout

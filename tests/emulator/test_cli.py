@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.support.deadlines import HANG_GUARD
 from tests.support.emulator_http import AWS, Box
 from tests.support.served import Emulator
 
@@ -50,12 +51,12 @@ def test_fault_is_announced_loudly(live_factory):
 
 def test_unknown_fault_and_bad_config_are_refused(tmp_path):
     r = subprocess.run([sys.executable, "-m", "emulator", "serve", "--fault", "nope"],
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=HANG_GUARD)
     assert r.returncode == 2 and "nope" in r.stderr
     cfg = tmp_path / "bad.toml"
     cfg.write_text('fallback = "mars/olympus"\n')
     r = subprocess.run([sys.executable, "-m", "emulator", "serve", "--config", str(cfg)],
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=HANG_GUARD)
     assert r.returncode == 2 and "fallback" in r.stderr
 
 

@@ -16,6 +16,7 @@ import time
 import pytest
 import requests
 
+from tests.support.deadlines import HANG_GUARD
 from tests.support.emulator_http import AWS, Box, Http
 from tests.support.served import Emulator
 
@@ -83,7 +84,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_commit(tmp_path, artifac
         time.sleep(rng.uniform(0.0, 0.25))  # a random kill point, not a timing assertion
         emu.kill()
         stop.set()
-        worker.join(timeout=30)
+        worker.join(timeout=HANG_GUARD)
         interrupted += 1
     # The last start has a 1 s upload lifetime and comes once every cut-off PUT is older
     # than that: then none of them can belong to an upload in flight, and all must go.

@@ -20,6 +20,7 @@ import click
 import yaml
 
 from emulator.run.cli import serve
+from tests.support.deadlines import HANG_GUARD
 from tests.support.emulator_http import AWS, AZURE, GCP, Box
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +107,7 @@ def test_image_start_command_serves_and_its_healthcheck_passes(live_factory, tmp
     assert command[0] == "python"
     port = emu.url.rsplit(":", 1)[1]
     probe = [sys.executable, *(a.replace(":8041/", f":{port}/") for a in command[1:])]
-    assert subprocess.run(probe, timeout=30).returncode == 0
+    assert subprocess.run(probe, timeout=HANG_GUARD).returncode == 0
 
 
 def compose() -> dict:

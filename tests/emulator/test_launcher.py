@@ -16,6 +16,7 @@ import requests
 
 from conformance.spawn import SpawnedEmulator
 from emulator.run.served import EmulatorDidNotStart, ServedEmulator
+from tests.support.deadlines import HANG_GUARD
 
 
 def group_gone(pgid: int, within_s: float = 60) -> bool:
@@ -94,7 +95,7 @@ def test_the_suites_spawn_waits_out_slow_health_answers(tmp_path: Path):
     script.write_text(textwrap.dedent(SLOW_HEALTH))
     spawned = SpawnedEmulator(tmp_path, command=f"{sys.executable} {script}")
     try:
-        assert spawned.start(timeout=120).startswith("http://127.0.0.1:")
+        assert spawned.start(timeout=HANG_GUARD).startswith("http://127.0.0.1:")
         assert spawned.proc is not None and spawned.proc.poll() is None
     finally:
         proc = spawned.proc

@@ -17,13 +17,14 @@ import pytest
 
 from emulator.run.cli import exposure
 from emulator.settings.config import Settings
+from tests.support.deadlines import HANG_GUARD
 
 
 def serve(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "emulator", "serve", "--data-dir", str(tmp_path / "data"),
          *args], env={**os.environ, **(env or {})}, capture_output=True, text=True,
-        timeout=60, stdin=subprocess.DEVNULL)
+        timeout=HANG_GUARD, stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "box.example"])
@@ -76,7 +77,7 @@ def test_serve_on_a_busy_port_writes_no_data_dir_and_no_database(tmp_path):
         temporary = subprocess.run(  # no --data-dir: a temporary one would be made
             [sys.executable, "-m", "emulator", "serve", "--port", str(port)],
             env={**os.environ, "TMPDIR": str(tmp)}, capture_output=True, text=True,
-            timeout=60, stdin=subprocess.DEVNULL)
+            timeout=HANG_GUARD, stdin=subprocess.DEVNULL)
     assert done.returncode == 1
     assert f"port {port} on 127.0.0.1 is already in use" in done.stderr
     assert not (tmp_path / "data").exists()

@@ -15,6 +15,7 @@ import pytest
 from emulator import create_app
 from emulator.run.cli import serve
 from emulator.settings.config import SETTINGS, Settings, load_toml, settings_from
+from tests.support.deadlines import HANG_GUARD
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -89,9 +90,9 @@ def test_create_app_refuses_unknown_names_and_mistyped_values(tmp_path):
 def test_a_misspelt_serve_variable_is_refused_and_a_known_one_is_read(tmp_path):
     env = {**os.environ, "O41_EMULATOR_SERVE_URL_LIFETME": "5"}
     r = subprocess.run([sys.executable, "-m", "emulator", "serve", "--port", "0"], env=env,
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=HANG_GUARD)
     assert r.returncode == 2 and "O41_EMULATOR_SERVE_URL_LIFETME" in r.stderr
     env = {**os.environ, "O41_EMULATOR_SERVE_URL_LIFETIME": "0"}
     r = subprocess.run([sys.executable, "-m", "emulator", "serve", "--port", "0"], env=env,
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=HANG_GUARD)
     assert r.returncode == 2 and "url-lifetime" in r.stderr

@@ -21,6 +21,7 @@ import pytest
 from emulator import create_app
 from emulator.settings.bounds import BUCKET_RANGE, is_bucket_name
 from emulator.settings.config import SETTINGS, Settings, load_toml, settings_from
+from tests.support.deadlines import HANG_GUARD
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -92,7 +93,7 @@ def serve(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess.Com
     return subprocess.run(
         [sys.executable, "-m", "emulator", "serve", "--port", "0",
          "--data-dir", str(tmp_path / "data"), *args],
-        env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=60,
+        env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=HANG_GUARD,
         stdin=subprocess.DEVNULL)
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.deadlines import HANG_GUARD
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "fixtures" / "examples"
 SPOT_HOP = REPO / "conformance" / "scenario_files" / "spot-hop.yaml"
@@ -111,7 +113,7 @@ def test_command_that_never_opens_is_killed_on_time_and_reported(tmp_path: Path)
     proc = subprocess.run(
         [sys.executable, "-m", "emulator", "replay", str(scenario), "--workdir",
          str(tmp_path / "work"), "--", sys.executable, "-c", "import time; time.sleep(60)"],
-        cwd=REPO, capture_output=True, text=True, timeout=120)
+        cwd=REPO, capture_output=True, text=True, timeout=HANG_GUARD)
     assert proc.returncode == 3
     assert "SIGKILL A after 0 checkpoints" in proc.stderr
     assert "opened 0 artifacts" in proc.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from replay.checks import check
 from tests.replay.test_replay_checks import SIZE, Hop
+from tests.support.deadlines import HANG_GUARD
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,7 @@ def test_box_exiting_before_any_call_is_named_with_the_tail_of_its_log(tmp_path:
     done = subprocess.run(
         [sys.executable, "-m", "emulator", "replay", str(scenario), "--workdir", str(work),
          "--", sys.executable, "fixtures/examples/train.py"],  # the location is missing
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=HANG_GUARD)
     assert done.returncode == 3
     log = work / "box-A.log"
     assert (f"replay: no box opened an artifact: box A exited with 2 before making any API "
@@ -47,7 +48,7 @@ def test_replay_launches_no_box_after_one_that_failed_before_it_opened(
     done = subprocess.run(
         [sys.executable, "-m", "emulator", "replay", str(scenario), "--workdir", str(work),
          "--", sys.executable, "-c", "import sys; sys.exit('no o41 here')"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=HANG_GUARD)
     assert done.returncode == 3, done.stderr
     assert "A failed before it opened: the boxes after it are not launched" in done.stderr
     assert "launch B" not in done.stderr and "launch C" not in done.stderr
